@@ -1,0 +1,139 @@
+"""The ``veriforge`` command.
+
+One entry point for every system. Sub-command groups live in their own modules and are imported
+when the app is built, but each module keeps its heavy imports (torch, numpy-heavy analysis,
+model clients) inside the command functions so that ``veriforge --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from veriforge import __version__
+from veriforge.errors import VeriforgeError
+
+app = typer.Typer(
+    name="veriforge",
+    help="Verified program generation: propose programs, then compile, run, check and measure them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class CliState:
+    """Global options shared by every command: the config file and ``--set`` overrides.
+
+    Settings are loaded lazily so commands that do not need them pay nothing for them.
+    """
+
+    def __init__(self, config_file: Path | None, overrides: dict[str, Any]) -> None:
+        self.config_file = config_file
+        self.overrides = overrides
+        self._settings = None
+
+    def settings(self):
+        if self._settings is None:
+            from veriforge.core.config import load_settings
+
+            self._settings = load_settings(self.config_file, self.overrides)
+        return self._settings
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """Turn ``["llm.model=x", "sandbox.timeout_s=5"]`` into a nested dict.
+
+    Values stay strings; the typed settings tree validates and converts them, so a bad value is
+    reported with its field path instead of silently kept.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected SECTION.KEY=VALUE, got {item!r}", param_hint="--set")
+        node = out
+        parts = [p.strip() for p in key.split(".")]
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise typer.BadParameter(f"conflicting keys in --set {item!r}", param_hint="--set")
+        node[parts[-1]] = value
+    return out
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"veriforge {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="TOML settings file (default: $VERIFORGE_CONFIG or ./veriforge.toml)."),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", "-s", help="Override one setting, e.g. --set llm.model=vllm:Qwen/Qwen2.5-7B."),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    ctx.obj = CliState(config, parse_overrides(set_ or []))
+
+
+def state(ctx: typer.Context) -> CliState:
+    """The :class:`CliState` of the running command (a default one when called programmatically)."""
+    root = ctx.find_root()
+    if not isinstance(root.obj, CliState):
+        root.obj = CliState(None, {})
+    return root.obj
+
+
+def _register() -> None:
+    from veriforge.cli import config_cmd, cuda, doctor
+
+    app.command("doctor")(doctor.doctor)
+    app.add_typer(config_cmd.app, name="config")
+    app.add_typer(cuda.app, name="cuda")
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point: veriforge errors become one clear line and exit code 2."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except VeriforgeError as exc:
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        return 2
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        typer.echo("Aborted.", err=True)
+        return 1
+    except SystemExit as exc:  # click's own usage errors
+        return exc.code if isinstance(exc.code, int) else 1
+    except Exception as exc:  # click exceptions not caught in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            return exc.exit_code
+        raise
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

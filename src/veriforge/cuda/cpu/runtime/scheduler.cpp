@@ -1,0 +1,846 @@
+// veriforge CPU runtime: the block scheduler.
+//
+// Blocks of a grid are spread over a pool of OS worker threads (all cores). Inside a block, CUDA
+// threads run on fibers, but a fiber is only *consumed* when a thread blocks: a fiber runs
+// threads one after another in a plain loop, and only when the current thread waits at a
+// barrier or a warp collective does the scheduler hand the next, not-yet-started thread to a new
+// fiber. So a kernel without synchronisation runs as a loop on one stack (near native speed),
+// a kernel with warp operations only needs ~32 live fibers, and a kernel with __syncthreads one
+// per thread - the cheapest strategy is chosen dynamically, per launch, without static analysis.
+//
+// Barrier misuse never hangs: when no thread can make progress the scheduler explains why
+// (divergent barriers, barrier after some threads exited, warp collectives that can never
+// complete) and fails the launch with the kernel name and source line.
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "vf_core.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define VF_ASAN 1
+#else
+#define VF_ASAN 0
+#endif
+
+#if defined(__x86_64__) && !defined(VF_FORCE_UCONTEXT)
+#define VF_ASM_SWITCH 1
+extern "C" void vf_switch_context(void** save_sp, void* to_sp);
+extern "C" void vf_fiber_trampoline();
+#else
+#define VF_ASM_SWITCH 0
+#include <ucontext.h>
+extern "C" void fiber_main_ucontext(unsigned lo, unsigned hi);
+#endif
+
+namespace vf {
+namespace {
+
+constexpr unsigned kMaxBlockThreads = 1024;
+constexpr int kMaxGroupsPerWarp = 8;
+
+enum State : uint8_t { kUnstarted, kRunning, kAtBarrier, kAtWarpOp, kExited };
+
+struct Fiber {
+#if VF_ASM_SWITCH
+    void* sp = nullptr;
+#else
+    ucontext_t uc;
+#endif
+    char* stack = nullptr;  // lowest usable address (above the guard page)
+    size_t size = 0;
+    bool fresh = true;      // needs an initial frame before it can be entered
+};
+
+struct Thread {
+    uint3 idx;
+    unsigned linear;
+    State state;
+    Fiber* fiber;
+    int line;  // where it waits
+    // warp collective operands and results
+    int op;
+    unsigned mask;
+    uint64_t val;
+    int arg, width;
+    uint64_t out;
+    int pred_out;
+    int bar_op;    // -1 plain __syncthreads, else 0 count / 1 and / 2 or
+    int bar_pred;
+};
+
+struct WarpGroup {
+    bool active;
+    int op;
+    unsigned mask;
+    unsigned arrived;
+    int line;
+};
+
+const char* op_name(int op) {
+    switch (op) {
+        case kShflIdx: return "__shfl_sync";
+        case kShflUp: return "__shfl_up_sync";
+        case kShflDown: return "__shfl_down_sync";
+        case kShflXor: return "__shfl_xor_sync";
+        case kBallot: return "__ballot_sync";
+        case kAny: return "__any_sync";
+        case kAll: return "__all_sync";
+        case kSyncWarp: return "__syncwarp";
+        case kMatchAny: return "__match_any_sync";
+        case kMatchAll: return "__match_all_sync";
+        case kReduceAddU: case kReduceAddI: return "__reduce_add_sync";
+        case kReduceMinU: case kReduceMinI: return "__reduce_min_sync";
+        case kReduceMaxU: case kReduceMaxI: return "__reduce_max_sync";
+        case kReduceAnd: return "__reduce_and_sync";
+        case kReduceOr: return "__reduce_or_sync";
+        case kReduceXor: return "__reduce_xor_sync";
+        default: return "warp collective";
+    }
+}
+
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    return buf;
+}
+
+size_t fiber_stack_size() {
+    static size_t size = [] {
+        const char* env = getenv("VF_FIBER_STACK_KB");
+        size_t kb = env ? strtoul(env, nullptr, 10) : (VF_ASAN ? 1024 : 256);
+        return (kb < 16 ? 16 : kb) * 1024;
+    }();
+    return size;
+}
+
+struct Worker {
+#if VF_ASM_SWITCH
+    void* sched_sp = nullptr;
+#else
+    ucontext_t sched_uc;
+#endif
+    const void* sched_bottom = nullptr;
+    size_t sched_size = 0;
+    std::vector<Fiber*> all_fibers, free_fibers;
+    const GridSpec* spec = nullptr;
+    // the block being run
+    Thread threads[kMaxBlockThreads];
+    unsigned n = 0, next = 0, exited = 0, nwarps = 0;
+    unsigned bx = 1, by = 1;
+    bool reverse = false;
+    std::vector<Thread*> runnable;  // FIFO: runnable[run_head..]
+    size_t run_head = 0;
+    unsigned bar_arrived = 0;
+    std::vector<Thread*> bar_waiters;
+    unsigned warp_exited[kMaxBlockThreads / 32];
+    WarpGroup groups[kMaxBlockThreads / 32][kMaxGroupsPerWarp];
+    Thread* cur = nullptr;
+    bool faulted = false;
+    std::string fault;
+    char* dyn_smem = nullptr;
+    size_t dyn_smem_size = 0;
+
+    Worker() {
+        pthread_attr_t attr;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            void* addr;
+            size_t size;
+            pthread_attr_getstack(&attr, &addr, &size);
+            sched_bottom = addr;
+            sched_size = size;
+            pthread_attr_destroy(&attr);
+        }
+        runnable.reserve(kMaxBlockThreads);
+        bar_waiters.reserve(kMaxBlockThreads);
+    }
+};
+
+thread_local Worker* tl_worker = nullptr;
+
+Worker* this_worker() {
+    if (!tl_worker) tl_worker = new Worker();  // lives as long as its OS thread's process
+    return tl_worker;
+}
+
+void fiber_main(void* arg);
+
+#if VF_ASM_SWITCH
+inline void switch_stacks(void** save, void* to, const void* to_bottom, size_t to_size) {
+#if VF_ASAN
+    void* fake = nullptr;
+    __sanitizer_start_switch_fiber(&fake, to_bottom, to_size);
+    vf_switch_context(save, to);
+    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#else
+    (void)to_bottom;
+    (void)to_size;
+    vf_switch_context(save, to);
+#endif
+}
+#endif
+
+void init_fiber(Fiber* f) {
+#if VF_ASM_SWITCH
+    // Frame popped by vf_switch_context: r15 r14 r13 r12 rbx rbp, then `ret` into the trampoline.
+    uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack) + f->size) & ~uintptr_t(15);
+    void** sp = reinterpret_cast<void**>(top - 72);  // after the pops and ret: rsp = top - 16
+    sp[0] = nullptr;                                          // r15
+    sp[1] = nullptr;                                          // r14
+    sp[2] = reinterpret_cast<void*>(&fiber_main);             // r13: entry
+    sp[3] = f;                                                // r12: argument
+    sp[4] = nullptr;                                          // rbx
+    sp[5] = nullptr;                                          // rbp
+    sp[6] = reinterpret_cast<void*>(&vf_fiber_trampoline);    // return address
+    f->sp = sp;
+#else
+    getcontext(&f->uc);
+    f->uc.uc_stack.ss_sp = f->stack;
+    f->uc.uc_stack.ss_size = f->size;
+    f->uc.uc_link = nullptr;
+    uintptr_t p = reinterpret_cast<uintptr_t>(f);
+    makecontext(&f->uc, reinterpret_cast<void (*)()>(&fiber_main_ucontext), 2, (unsigned)(p & 0xffffffffu),
+                (unsigned)(p >> 32));
+#endif
+    f->fresh = false;
+}
+
+Fiber* new_fiber() {
+    size_t size = fiber_stack_size();
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void* mem = mmap(nullptr, size + page, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (mem == MAP_FAILED) {
+        fprintf(stderr, "veriforge: cannot allocate a fiber stack (%zu bytes)\n", size);
+        abort();
+    }
+    mprotect(mem, page, PROT_NONE);  // guard page: a stack overflow faults instead of corrupting
+    Fiber* f = new Fiber();
+    f->stack = static_cast<char*>(mem) + page;
+    f->size = size;
+    return f;
+}
+
+// Scheduler -> fiber.
+void enter_fiber(Worker* w, Fiber* f) {
+    if (f->fresh) init_fiber(f);
+#if VF_ASM_SWITCH
+    switch_stacks(&w->sched_sp, f->sp, f->stack, f->size);
+#else
+    swapcontext(&w->sched_uc, &f->uc);
+#endif
+}
+
+// Fiber -> scheduler. Returns when the scheduler resumes this fiber.
+void leave_fiber(Worker* w, Fiber* f) {
+#if VF_ASM_SWITCH
+    switch_stacks(&f->sp, w->sched_sp, w->sched_bottom, w->sched_size);
+#else
+    swapcontext(&f->uc, &w->sched_uc);
+#endif
+}
+
+[[noreturn]] void raise_fault(Worker* w, std::string msg) {
+    if (!w->faulted) {
+        w->faulted = true;
+        w->fault = std::move(msg);
+    }
+    Thread* t = w->cur;
+    Fiber* f = t ? t->fiber : nullptr;
+    w->cur = nullptr;
+    if (f) leave_fiber(w, f);  // never resumed: the block is abandoned
+    fprintf(stderr, "veriforge: internal error: a faulted fiber was resumed\n");
+    abort();
+}
+
+void set_thread_index(Worker* w, Thread* t, unsigned linear) {
+    t->linear = linear;
+    if (w->by == 1 && w->n == w->bx) {
+        t->idx = uint3{linear, 0, 0};
+    } else {
+        unsigned x = linear % w->bx, rest = linear / w->bx;
+        t->idx = uint3{x, rest % w->by, rest / w->by};
+    }
+}
+
+inline unsigned existing_lanes(const Worker* w, unsigned warp) {
+    unsigned first = warp * 32;
+    if (first + 32 <= w->n) return 0xffffffffu;
+    return (1u << (w->n - first)) - 1u;
+}
+
+inline bool group_complete(const Worker* w, unsigned warp, const WarpGroup& g) {
+    unsigned required = g.mask & existing_lanes(w, warp) & ~w->warp_exited[warp];
+    return (g.arrived & required) == required;
+}
+
+void push_runnable(Worker* w, Thread* t) {
+    t->state = kRunning;
+    w->runnable.push_back(t);
+}
+
+void complete_group(Worker* w, unsigned warp, WarpGroup& g, Thread* self) {
+    Thread* base = &w->threads[warp * 32];
+    unsigned arrived = g.arrived;
+    auto val = [&](unsigned lane) { return base[lane].val; };
+    auto has = [&](unsigned lane) { return lane < 32 && ((arrived >> lane) & 1u); };
+    uint64_t red = 0;
+    unsigned ballot = 0;
+    switch (g.op) {
+        case kBallot: case kAny: case kAll:
+            for (unsigned l = 0; l < 32; ++l)
+                if (has(l) && val(l)) ballot |= 1u << l;
+            break;
+        case kReduceAddU: case kReduceAddI: case kReduceOr: case kReduceXor:
+            for (unsigned l = 0; l < 32; ++l)
+                if (has(l)) {
+                    if (g.op == kReduceOr) red |= val(l);
+                    else if (g.op == kReduceXor) red ^= val(l);
+                    else red += val(l);
+                }
+            break;
+        case kReduceAnd:
+            red = ~uint64_t(0);
+            for (unsigned l = 0; l < 32; ++l)
+                if (has(l)) red &= val(l);
+            break;
+        case kReduceMinU: case kReduceMaxU: case kReduceMinI: case kReduceMaxI: {
+            bool first = true;
+            for (unsigned l = 0; l < 32; ++l) {
+                if (!has(l)) continue;
+                uint64_t v = val(l);
+                bool less = (g.op == kReduceMinI || g.op == kReduceMaxI) ? (int64_t)v < (int64_t)red
+                                                                           : (uint32_t)v < (uint32_t)red;
+                bool take = first || ((g.op == kReduceMinU || g.op == kReduceMinI) ? less : !less && v != red);
+                if (take) red = v;
+                first = false;
+            }
+            break;
+        }
+        default: break;
+    }
+    for (unsigned l = 0; l < 32; ++l) {
+        if (!has(l)) continue;
+        Thread& t = base[l];
+        int width = t.width;
+        if (width <= 0 || width > 32 || (width & (width - 1))) width = 32;
+        unsigned seg = l & ~unsigned(width - 1);
+        int src = (int)l;
+        switch (g.op) {
+            case kShflIdx: src = (int)seg + (t.arg & (width - 1)); break;
+            case kShflUp: src = (int)l - t.arg; if (src < (int)seg) src = (int)l; break;
+            case kShflDown: src = (int)l + t.arg; if (src >= (int)(seg + width)) src = (int)l; break;
+            case kShflXor: src = (int)(l ^ (unsigned)t.arg); if (src >= (int)(seg + width)) src = (int)l; break;
+            default: break;
+        }
+        switch (g.op) {
+            case kShflIdx: case kShflUp: case kShflDown: case kShflXor:
+                t.out = has((unsigned)src) ? val((unsigned)src) : t.val;
+                break;
+            case kBallot: t.out = ballot & g.mask; break;
+            case kAny: t.out = (ballot & g.mask) != 0; break;
+            case kAll: t.out = (ballot & g.mask & arrived) == (g.mask & arrived); break;
+            case kSyncWarp: t.out = 0; break;
+            case kMatchAny: {
+                unsigned m = 0;
+                for (unsigned k = 0; k < 32; ++k)
+                    if (has(k) && val(k) == t.val) m |= 1u << k;
+                t.out = m;
+                break;
+            }
+            case kMatchAll: {
+                bool all = true;
+                for (unsigned k = 0; k < 32; ++k)
+                    if (has(k) && val(k) != t.val) all = false;
+                t.out = all ? (g.mask & arrived) : 0;
+                t.pred_out = all;
+                break;
+            }
+            default: t.out = red; break;
+        }
+    }
+    g.active = false;
+    g.arrived = 0;
+    if (w->reverse) {
+        for (int l = 31; l >= 0; --l)
+            if (has((unsigned)l) && &base[l] != self) push_runnable(w, &base[l]);
+    } else {
+        for (unsigned l = 0; l < 32; ++l)
+            if (has(l) && &base[l] != self) push_runnable(w, &base[l]);
+    }
+}
+
+std::string thread_str(const Thread* t) {
+    return fmt("(%u,%u,%u)", t->idx.x, t->idx.y, t->idx.z);
+}
+
+void thread_exit(Worker* w, Thread* t) {
+    t->state = kExited;
+    w->exited++;
+    unsigned warp = t->linear >> 5;
+    w->warp_exited[warp] |= 1u << (t->linear & 31);
+    if (w->bar_arrived > 0) {
+        Thread* waiter = w->bar_waiters.front();
+        raise_fault(w, fmt("thread %s exited while %u thread(s) of its block wait at __syncthreads() "
+                           "(line %d): a barrier must be reached by every thread of the block",
+                           thread_str(t).c_str(), w->bar_arrived, waiter->line));
+    }
+    for (WarpGroup& g : w->groups[warp])
+        if (g.active && group_complete(w, warp, g)) complete_group(w, warp, g, nullptr);
+}
+
+void fiber_main(void* arg) {
+    Fiber* self = static_cast<Fiber*>(arg);
+#if VF_ASAN
+    __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+#endif
+    Worker* w = tl_worker;
+    for (;;) {
+        while (!w->faulted && w->next < w->n) {
+            unsigned k = w->next++;
+            unsigned linear = w->reverse ? w->n - 1 - k : k;
+            Thread* t = &w->threads[linear];
+            set_thread_index(w, t, linear);
+            t->state = kRunning;
+            t->fiber = self;
+            t->bar_op = -1;
+            t->bar_pred = 0;
+            w->cur = t;
+            threadIdx = t->idx;
+            w->spec->fn(w->spec->ctx);
+            thread_exit(w, t);
+        }
+        w->cur = nullptr;
+        w->free_fibers.push_back(self);
+        leave_fiber(w, self);
+    }
+}
+
+
+void block_current(Worker* w, Thread* t) {
+    leave_fiber(w, t->fiber);
+    // resumed by the scheduler, which has restored w->cur and threadIdx
+}
+
+std::string describe_waits(Worker* w) {
+    // Group waiting threads by (what, line) for a compact explanation.
+    struct Site {
+        std::string what;
+        int line;
+        unsigned count;
+        std::string example;
+    };
+    std::vector<Site> sites;
+    for (unsigned i = 0; i < w->n; ++i) {
+        Thread& t = w->threads[i];
+        if (t.state != kAtBarrier && t.state != kAtWarpOp) continue;
+        std::string what = t.state == kAtBarrier ? "__syncthreads()" : op_name(t.op);
+        bool found = false;
+        for (Site& s : sites)
+            if (s.what == what && s.line == t.line) {
+                s.count++;
+                found = true;
+            }
+        if (!found) sites.push_back({what, t.line, 1, thread_str(&t)});
+    }
+    std::string out;
+    for (size_t i = 0; i < sites.size() && i < 4; ++i) {
+        if (i) out += "; ";
+        out += fmt("%u thread(s) wait at %s (line %d, e.g. thread %s)", sites[i].count, sites[i].what.c_str(),
+                   sites[i].line, sites[i].example.c_str());
+    }
+    if (w->exited) out += fmt("; %u thread(s) already exited", w->exited);
+    return out;
+}
+
+// Runs one block to completion on this worker. Returns false on a fault (w->fault says why).
+bool run_block(Worker* w, uint3 bidx) {
+    const GridSpec& s = *w->spec;
+    blockIdx = bidx;
+    w->n = s.block.x * s.block.y * s.block.z;
+    w->bx = s.block.x;
+    w->by = s.block.y;
+    w->next = 0;
+    w->exited = 0;
+    w->nwarps = (w->n + 31) / 32;
+    w->reverse = s.reverse;
+    w->runnable.clear();
+    w->run_head = 0;
+    w->bar_arrived = 0;
+    w->bar_waiters.clear();
+    w->faulted = false;
+    w->cur = nullptr;
+    for (unsigned i = 0; i < w->nwarps; ++i) {
+        w->warp_exited[i] = 0;
+        for (WarpGroup& g : w->groups[i]) g.active = false;
+    }
+    for (;;) {
+        if (w->faulted) break;
+        if (w->run_head < w->runnable.size()) {
+            Thread* t = w->runnable[w->run_head++];
+            if (w->run_head == w->runnable.size()) {
+                w->runnable.clear();
+                w->run_head = 0;
+            }
+            w->cur = t;
+            threadIdx = t->idx;
+            enter_fiber(w, t->fiber);
+            continue;
+        }
+        if (w->next < w->n) {
+            Fiber* f;
+            if (!w->free_fibers.empty()) {
+                f = w->free_fibers.back();
+                w->free_fibers.pop_back();
+            } else {
+                f = new_fiber();
+                w->all_fibers.push_back(f);
+            }
+            enter_fiber(w, f);
+            continue;
+        }
+        if (w->exited == w->n) return true;
+        w->faulted = true;
+        w->fault = "deadlock: no thread of the block can make progress: " + describe_waits(w);
+        break;
+    }
+    // Abandon the block's fibers: every fiber restarts from a fresh frame.
+    w->free_fibers = w->all_fibers;
+    for (Fiber* f : w->all_fibers) {
+#if VF_ASAN
+        // Let ASan forget the abandoned frames' poisoned redzones.
+        __asan_unpoison_memory_region(f->stack, f->size);
+#endif
+        f->fresh = true;
+    }
+    w->cur = nullptr;
+    return false;
+}
+
+// ---- the worker pool ------------------------------------------------------------------------
+
+struct Pool {
+    std::mutex m;
+    std::condition_variable wake, done;
+    std::vector<std::thread> threads;
+    uint64_t generation = 0;
+    unsigned wanted = 0;   // helpers that should take part in this generation
+    unsigned running = 0;  // helpers still working on it
+    const GridSpec* spec = nullptr;
+    std::atomic<uint64_t> next_block{0};
+    uint64_t nblocks = 0;
+    std::atomic<bool> faulted{false};
+    std::mutex fault_m;
+    std::string fault;
+};
+
+Pool& pool() {
+    static Pool* p = new Pool();
+    return *p;
+}
+
+unsigned pool_size() {
+    static unsigned n = [] {
+        const char* env = getenv("VF_CPU_THREADS");
+        unsigned v = env ? (unsigned)strtoul(env, nullptr, 10) : std::thread::hardware_concurrency();
+        return v == 0 ? 1u : v;
+    }();
+    return n;
+}
+
+void run_blocks(Pool& p) {
+    Worker* w = this_worker();
+    const GridSpec& s = *p.spec;
+    w->spec = &s;
+    if (s.shared_bytes > w->dyn_smem_size || (VF_ASAN && s.shared_bytes != w->dyn_smem_size)) {
+        free(w->dyn_smem);
+        void* mem = nullptr;
+        // Exact size under ASan so overflowing dynamic shared memory is reported.
+        if (posix_memalign(&mem, 128, s.shared_bytes ? s.shared_bytes : 1) != 0) mem = nullptr;
+        w->dyn_smem = static_cast<char*>(mem);
+        w->dyn_smem_size = s.shared_bytes;
+    }
+    blockDim = s.block;
+    gridDim = s.grid;
+    uint64_t gx = s.grid.x, gxy = (uint64_t)s.grid.x * s.grid.y;
+    while (!p.faulted.load(std::memory_order_relaxed)) {
+        uint64_t k = p.next_block.fetch_add(1, std::memory_order_relaxed);
+        if (k >= p.nblocks) break;
+        uint64_t b = s.reverse ? p.nblocks - 1 - k : k;
+        uint3 bidx{(unsigned)(b % gx), (unsigned)((b / gx) % s.grid.y), (unsigned)(b / gxy)};
+        if (!run_block(w, bidx)) {
+            std::lock_guard<std::mutex> lock(p.fault_m);
+            if (!p.faulted.load()) {
+                p.fault = fmt("kernel '%s', block (%u,%u,%u): ", s.kernel_name, bidx.x, bidx.y, bidx.z) + w->fault;
+                p.faulted.store(true);
+            }
+            break;
+        }
+    }
+    w->spec = nullptr;
+}
+
+void helper_loop(unsigned index) {
+    Pool& p = pool();
+    uint64_t seen = 0;
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lock(p.m);
+            p.wake.wait(lock, [&] { return p.generation != seen && index < p.wanted; });
+            seen = p.generation;
+        }
+        run_blocks(p);
+        {
+            std::lock_guard<std::mutex> lock(p.m);
+            if (--p.running == 0) p.done.notify_all();
+        }
+    }
+}
+
+thread_local std::string tl_fault_message;
+
+}  // namespace
+}  // namespace vf
+
+#if !VF_ASM_SWITCH
+extern "C" void fiber_main_ucontext(unsigned lo, unsigned hi) {
+    vf::fiber_main(reinterpret_cast<void*>((uintptr_t)lo | ((uintptr_t)hi << 32)));
+}
+#endif
+
+namespace vf {
+
+int check_launch_config(dim3 grid, dim3 block, size_t shared_bytes, const char** why) {
+    static thread_local std::string msg;
+    auto bad = [&](std::string m) {
+        msg = std::move(m);
+        *why = msg.c_str();
+        return 9;  // cudaErrorInvalidConfiguration
+    };
+    uint64_t threads = (uint64_t)block.x * block.y * block.z;
+    if (block.x == 0 || block.y == 0 || block.z == 0 || grid.x == 0 || grid.y == 0 || grid.z == 0)
+        return bad(fmt("grid (%u,%u,%u) / block (%u,%u,%u) has a zero dimension", grid.x, grid.y, grid.z,
+                       block.x, block.y, block.z));
+    if (threads > 1024)
+        return bad(fmt("block (%u,%u,%u) has %llu threads; the limit is 1024", block.x, block.y, block.z,
+                       (unsigned long long)threads));
+    if (block.x > 1024 || block.y > 1024 || block.z > 64)
+        return bad(fmt("block (%u,%u,%u) exceeds the per-dimension limits (1024, 1024, 64)", block.x, block.y,
+                       block.z));
+    if (grid.x > 2147483647u || grid.y > 65535u || grid.z > 65535u)
+        return bad(fmt("grid (%u,%u,%u) exceeds the limits (2^31-1, 65535, 65535)", grid.x, grid.y, grid.z));
+    if (shared_bytes > 232448)
+        return bad(fmt("%zu bytes of dynamic shared memory requested; the limit is 227 KB (232448 bytes)",
+                       shared_bytes));
+    *why = "";
+    return 0;
+}
+
+int run_grid(const GridSpec& spec) {
+    static std::mutex one_grid_at_a_time;  // host threads launching concurrently take turns
+    const char* why = "";
+    if (int err = check_launch_config(spec.grid, spec.block, spec.shared_bytes, &why)) {
+        tl_fault_message = fmt("kernel '%s': invalid launch configuration: %s", spec.kernel_name, why);
+        return err;
+    }
+    if (tl_worker && tl_worker->cur) {
+        tl_fault_message = fmt("kernel '%s' launched from device code: dynamic parallelism is not supported "
+                               "by the CPU runtime", spec.kernel_name);
+        return 801;  // cudaErrorNotSupported
+    }
+    std::lock_guard<std::mutex> serial(one_grid_at_a_time);
+    Pool& p = pool();
+    uint64_t nblocks = (uint64_t)spec.grid.x * spec.grid.y * spec.grid.z;
+    unsigned helpers = (unsigned)std::min<uint64_t>(pool_size(), nblocks) - 1;
+    {
+        std::lock_guard<std::mutex> lock(p.m);
+        while (p.threads.size() < helpers) {
+            unsigned index = (unsigned)p.threads.size();
+            p.threads.emplace_back(helper_loop, index);
+            p.threads.back().detach();
+        }
+        p.spec = &spec;
+        p.nblocks = nblocks;
+        p.next_block.store(0);
+        p.faulted.store(false);
+        p.fault.clear();
+        p.wanted = helpers;
+        p.running = helpers;
+        p.generation++;
+    }
+    if (helpers) p.wake.notify_all();
+    run_blocks(p);
+    if (helpers) {
+        std::unique_lock<std::mutex> lock(p.m);
+        p.done.wait(lock, [&] { return p.running == 0; });
+    }
+    if (p.faulted.load()) {
+        tl_fault_message = p.fault;
+        return 719;  // cudaErrorLaunchFailure
+    }
+    tl_fault_message.clear();
+    return 0;
+}
+
+const char* last_fault_message() { return tl_fault_message.c_str(); }
+
+bool in_kernel() { return tl_worker && tl_worker->cur; }
+
+void syncthreads(int line) {
+    Worker* w = tl_worker;
+    Thread* t = w ? w->cur : nullptr;
+    if (!t) return;  // called from host code: nothing to wait for
+    if (w->exited > 0) {
+        Thread* gone = nullptr;
+        for (unsigned i = 0; i < w->n && !gone; ++i)
+            if (w->threads[i].state == kExited) gone = &w->threads[i];
+        raise_fault(w, fmt("__syncthreads() at line %d reached after %u thread(s) of the block exited "
+                           "(e.g. thread %s returned early): a barrier must be reached by every thread",
+                           line, w->exited, gone ? thread_str(gone).c_str() : "?"));
+    }
+    t->line = line;
+    w->bar_arrived++;
+    if (w->bar_arrived == w->n && w->next == w->n) {
+        for (Thread* o : w->bar_waiters)
+            if (o->line != line)
+                raise_fault(w, fmt("divergent __syncthreads(): thread %s waits at line %d while thread %s "
+                                   "waits at line %d",
+                                   thread_str(o).c_str(), o->line, thread_str(t).c_str(), line));
+        int count = t->bar_pred != 0, all = t->bar_pred != 0, any = t->bar_pred != 0;
+        for (Thread* o : w->bar_waiters) {
+            count += o->bar_pred != 0;
+            all = all && o->bar_pred;
+            any = any || o->bar_pred;
+        }
+        int results[3] = {count, all, any};
+        for (Thread* o : w->bar_waiters) {
+            if (o->bar_op >= 0) o->out = (uint64_t)results[o->bar_op];
+            push_runnable(w, o);
+        }
+        if (t->bar_op >= 0) t->out = (uint64_t)results[t->bar_op];
+        w->bar_waiters.clear();
+        w->bar_arrived = 0;
+        return;
+    }
+    t->state = kAtBarrier;
+    w->bar_waiters.push_back(t);
+    block_current(w, t);
+}
+
+int syncthreads_reduce(int op, int pred, int line) {
+    Worker* w = tl_worker;
+    Thread* t = w ? w->cur : nullptr;
+    if (!t) return pred != 0;
+    t->bar_op = op;
+    t->bar_pred = pred;
+    syncthreads(line);
+    t->bar_pred = 0;
+    t->bar_op = -1;
+    return (int)t->out;
+}
+
+uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int width, int line, int* pred) {
+    Worker* w = tl_worker;
+    Thread* t = w ? w->cur : nullptr;
+    if (!t) {  // host code: a one-lane warp
+        if (pred) *pred = 1;
+        return op == kBallot ? (value != 0) : value;
+    }
+    unsigned lane = t->linear & 31, warp = t->linear >> 5;
+    unsigned bit = 1u << lane;
+    if (!(mask & bit))
+        raise_fault(w, fmt("%s at line %d called by thread %s (lane %u) with mask 0x%08x that does not "
+                           "include the calling lane",
+                           op_name(op), line, thread_str(t).c_str(), lane, mask));
+    t->op = op;
+    t->mask = mask;
+    t->val = value;
+    t->arg = arg;
+    t->width = width;
+    t->line = line;
+    t->pred_out = 0;
+    WarpGroup* g = nullptr;
+    WarpGroup* free_slot = nullptr;
+    for (WarpGroup& cand : w->groups[warp]) {
+        if (cand.active && cand.mask == mask) {
+            g = &cand;
+            break;
+        }
+        if (!cand.active && !free_slot) free_slot = &cand;
+    }
+    if (g && g->op != op)
+        raise_fault(w, fmt("warp %u diverged: lanes of mask 0x%08x wait at %s (line %d) while lane %u calls "
+                           "%s (line %d)",
+                           warp, mask, op_name(g->op), g->line, lane, op_name(op), line));
+    if (!g) {
+        if (!free_slot)
+            raise_fault(w, fmt("warp %u has too many concurrent warp collectives with different masks "
+                               "(line %d)", warp, line));
+        g = free_slot;
+        g->active = true;
+        g->op = op;
+        g->mask = mask;
+        g->arrived = 0;
+        g->line = line;
+    }
+    if (g->arrived & bit)
+        raise_fault(w, fmt("lane %u of warp %u entered %s (line %d) twice", lane, warp, op_name(op), line));
+    g->arrived |= bit;
+    if (group_complete(w, warp, *g)) {
+        complete_group(w, warp, *g, t);
+    } else {
+        t->state = kAtWarpOp;
+        block_current(w, t);
+    }
+    if (pred) *pred = t->pred_out;
+    return t->out;
+}
+
+unsigned active_mask() {
+    Worker* w = tl_worker;
+    Thread* t = w ? w->cur : nullptr;
+    if (!t) return 1u;
+    unsigned warp = t->linear >> 5;
+    return existing_lanes(w, warp) & ~w->warp_exited[warp];
+}
+
+void yield_thread() {
+    Worker* w = tl_worker;
+    Thread* t = w ? w->cur : nullptr;
+    if (!t) return;
+    bool others = w->run_head < w->runnable.size() || w->next < w->n;
+    if (!others) return;
+    push_runnable(w, t);
+    block_current(w, t);
+}
+
+void trap(const char* what, int line) {
+    Worker* w = tl_worker;
+    if (w && w->cur)
+        raise_fault(w, fmt("%s at line %d in thread %s", what, line, thread_str(w->cur).c_str()));
+    fprintf(stderr, "veriforge: %s at line %d (host code)\n", what, line);
+    abort();
+}
+
+void* dynamic_shared() {
+    Worker* w = tl_worker;
+    return w ? w->dyn_smem : nullptr;
+}
+
+}  // namespace vf

@@ -1,0 +1,61 @@
+// veriforge CPU runtime: declarations shared by user code (through vf_cuda.h) and the runtime's
+// own sources. Kept small and dependency-free so the runtime objects build once and every user
+// module links against the same ABI.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "vf_types.h"  // dim3, uint3, cudaError_t ... (CUDA's own headers, or our fallback)
+
+// CUDA's built-in index variables. One copy per OS worker thread; the fiber scheduler rewrites
+// them whenever it resumes a different CUDA thread. `inline thread_local` (definition visible to
+// every TU, constant-initialised) makes each access a single %fs-relative load in an executable.
+inline thread_local uint3 threadIdx;
+inline thread_local uint3 blockIdx;
+inline thread_local dim3 blockDim;
+inline thread_local dim3 gridDim;
+
+namespace vf {
+
+// The per-CUDA-thread body: called once per thread with the launch's context.
+using ThreadFn = void (*)(void* ctx);
+
+struct GridSpec {
+    const char* kernel_name;  // for messages
+    dim3 grid;
+    dim3 block;
+    size_t shared_bytes;      // dynamic shared memory per block
+    ThreadFn fn;
+    void* ctx;
+    bool reverse;             // race probe: run blocks and threads in reverse order
+};
+
+// Runs a whole grid; returns 0 on success, otherwise a cudaError_t value, with the message in
+// last_fault_message(). Never throws.
+int run_grid(const GridSpec& spec);
+const char* last_fault_message();
+// Validates a launch configuration; returns 0 or a cudaError_t and fills `why`.
+int check_launch_config(dim3 grid, dim3 block, size_t shared_bytes, const char** why);
+
+// Synchronisation primitives used by the intrinsics in vf_cuda.h. `line` is the user's source
+// line (via __builtin_LINE()) so faults can name the barrier.
+void syncthreads(int line);
+int syncthreads_reduce(int op, int pred, int line);  // op: 0 count, 1 and, 2 or
+enum CollectiveOp : int {
+    kShflIdx = 1, kShflUp, kShflDown, kShflXor, kBallot, kAny, kAll, kSyncWarp,
+    kMatchAny, kMatchAll, kReduceAddU, kReduceAddI, kReduceMinU, kReduceMinI, kReduceMaxU,
+    kReduceMaxI, kReduceAnd, kReduceOr, kReduceXor,
+};
+// A warp-wide collective. `value` carries the lane's operand (up to 64 bits), `arg` the source
+// lane / delta / xor mask, `width` the shuffle segment width. Returns the lane's result; for
+// kMatchAll, *pred receives the predicate.
+uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int width, int line,
+                         int* pred = nullptr);
+unsigned active_mask();
+void yield_thread();                     // __nanosleep: let other threads of the block run
+[[noreturn]] void trap(const char* what, int line);
+void* dynamic_shared();                  // base of `extern __shared__` memory for this block
+bool in_kernel();
+
+}  // namespace vf

@@ -1,0 +1,144 @@
+// Launching kernels. Two ways in:
+//  * `k<<<grid, block, shared, stream>>>(args)` in a whole program is rewritten by the Python
+//    front end into `::vf::make_launch(LaunchConfig(grid, block, ...), "k", [&](auto&&... a) { k(a...); })(args)`
+//    - the lambda lets template kernels deduce their arguments exactly as nvcc would.
+//  * `Module.launch()` from Python calls a kernel by name through a KernelRegistrar the front end
+//    appends to the module; it records each parameter's C type so Python can convert arguments.
+#pragma once
+
+namespace vf {
+
+struct LaunchConfig {
+    dim3 grid;
+    dim3 block;
+    size_t shared;
+    cudaStream_t stream;
+    LaunchConfig(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) : grid(g), block(b), shared(s), stream(st) {}
+};
+
+// Host side of a `<<<...>>>` launch (host_api.cpp): checks the sticky error and the
+// configuration, runs the grid, records the launch's error for cudaGetLastError.
+void host_launch(const GridSpec& spec, cudaStream_t stream);
+
+template <class F> struct Launcher {
+    LaunchConfig cfg;
+    const char* name;
+    F f;
+    template <class... A> void operator()(A&&... a) {
+        using Args = std::tuple<std::decay_t<A>...>;
+        struct Ctx {
+            F* f;
+            Args* args;
+        };
+        Args args(std::forward<A>(a)...);
+        Ctx ctx{&f, &args};
+        GridSpec spec{name, cfg.grid, cfg.block, cfg.shared,
+                      [](void* c) {
+                          Ctx* x = static_cast<Ctx*>(c);
+                          std::apply(*x->f, *x->args);
+                      },
+                      &ctx, false};
+        host_launch(spec, cfg.stream);
+    }
+};
+template <class F> inline Launcher<F> make_launch(LaunchConfig cfg, const char* name, F f) {
+    return Launcher<F>{cfg, name, f};
+}
+
+// ---- kernels callable by name from Python ----------------------------------------------------
+struct ParamInfo {
+    char kind;           // p pointer, i signed, u unsigned, f float, b bool, s other (struct...)
+    unsigned size, align, offset;
+    char pointee_kind;   // for pointers: kind of the pointee ('v' void, 's' struct)
+    unsigned pointee_size;
+    bool pointee_const;
+    std::string type;
+};
+struct KernelEntry {
+    std::string name;
+    std::vector<ParamInfo> params;
+    size_t blob_size = 0;
+    // Runs the grid with arguments unpacked from `blob` (laid out at ParamInfo::offset).
+    int (*run)(const KernelEntry& self, const char* blob, GridSpec spec) = nullptr;
+    void* fn = nullptr;
+};
+void register_kernel(KernelEntry* entry);
+const std::vector<KernelEntry*>& registered_kernels();
+
+template <class T> inline std::string type_name() {
+    std::string s = __PRETTY_FUNCTION__;  // "... [with T = const float*; std::string = ...]"
+    size_t a = s.find("T = ");
+    if (a == std::string::npos) return "?";
+    a += 4;
+    size_t b = s.find_first_of(";]", a);
+    return s.substr(a, b - a);
+}
+template <class T> inline constexpr char kind_of() {
+    if constexpr (std::is_pointer_v<T>) return 'p';
+    else if constexpr (std::is_same_v<T, bool>) return 'b';
+    else if constexpr (std::is_enum_v<T>) return std::is_signed_v<std::underlying_type_t<T>> ? 'i' : 'u';
+    else if constexpr (std::is_integral_v<T>) return std::is_signed_v<T> ? 'i' : 'u';
+    else if constexpr (std::is_floating_point_v<T>) return 'f';
+    else if constexpr (std::is_void_v<T>) return 'v';
+    else return 's';
+}
+template <class T> inline ParamInfo describe_param(unsigned& offset) {
+    ParamInfo p{};
+    p.kind = kind_of<T>();
+    p.size = sizeof(T);
+    p.align = alignof(T);
+    offset = (offset + p.align - 1) / p.align * p.align;
+    p.offset = offset;
+    offset += p.size;
+    p.type = type_name<T>();
+    if constexpr (std::is_pointer_v<T>) {
+        using E = std::remove_pointer_t<T>;
+        using U = std::remove_cv_t<E>;
+        p.pointee_const = std::is_const_v<E>;
+        p.pointee_kind = kind_of<U>();
+        if constexpr (!std::is_void_v<U> && !std::is_function_v<U>) p.pointee_size = sizeof(U);
+    }
+    return p;
+}
+template <class T> inline T load_param(const char* blob) {
+    static_assert(std::is_trivially_copyable_v<T>, "kernel parameters must be trivially copyable");
+    alignas(T) unsigned char buf[sizeof(T)];
+    std::memcpy(buf, blob, sizeof(T));
+    return *std::launder(reinterpret_cast<T*>(buf));
+}
+
+template <class... P> struct KernelRegistrar {
+    using Fn = void (*)(P...);
+    KernelEntry entry;
+    KernelRegistrar(const char* name, Fn fn) {
+        entry.name = name;
+        entry.fn = reinterpret_cast<void*>(fn);
+        unsigned offset = 0;
+        (entry.params.push_back(describe_param<P>(offset)), ...);
+        entry.blob_size = offset;
+        entry.run = &run;
+        register_kernel(&entry);
+    }
+    template <size_t... I>
+    static std::tuple<P...> unpack(const KernelEntry& e, const char* blob, std::index_sequence<I...>) {
+        return std::tuple<P...>(load_param<P>(blob + e.params[I].offset)...);
+    }
+    static int run(const KernelEntry& e, const char* blob, GridSpec spec) {
+        struct Ctx {
+            Fn fn;
+            std::tuple<P...> args;
+        };
+        Ctx ctx{reinterpret_cast<Fn>(e.fn), unpack(e, blob, std::index_sequence_for<P...>{})};
+        spec.fn = [](void* c) {
+            Ctx* x = static_cast<Ctx*>(c);
+            std::apply(x->fn, x->args);
+        };
+        spec.ctx = &ctx;
+        return run_grid(spec);
+    }
+};
+template <class... P> inline KernelRegistrar<P...> make_registrar(const char* name, void (*fn)(P...)) {
+    return KernelRegistrar<P...>(name, fn);
+}
+
+}  // namespace vf

@@ -1,0 +1,30 @@
+// CUDA's vector types, dim3 and the runtime API's types. Taken from CUDA's own headers when the
+// build found them (VF_HAVE_CUDA_HEADERS, set by the Python build), so user code sees the real
+// definitions; otherwise from a minimal fallback (no __half / __nv_bfloat16 then).
+#pragma once
+
+#if defined(VF_HAVE_CUDA_HEADERS)
+// The qualifiers must be defined (by vf_cuda.h or here) before CUDA's host_defines.h, which
+// only defines them `#if !defined(...)`; otherwise it turns them into unknown GCC attributes.
+#ifndef __host__
+#define __host__
+#endif
+#ifndef __device__
+#define __device__
+#endif
+#ifndef __global__
+#define __global__
+#endif
+#ifndef __shared__
+#define __shared__ static thread_local
+#endif
+#ifndef __constant__
+#define __constant__
+#endif
+#ifndef __managed__
+#define __managed__
+#endif
+#include <cuda_runtime.h>
+#else
+#include "vf_fallback_types.h"
+#endif

@@ -1,0 +1,31 @@
+"""Retry policy: exponential back-off with jitter, for errors that may go away.
+
+Rate limits and overloaded servers are the normal state of shared model endpoints; hammering
+them in lock-step makes it worse. Each retry waits ``base * 2**attempt`` (capped), of which the
+second half is random ("equal jitter"): many clients that failed together spread out, yet every
+client is guaranteed to wait at least half the nominal delay. A server's ``Retry-After`` hint is
+honoured when it is longer (still capped).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently to retry a retryable failure."""
+
+    max_retries: int = 5
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+    rng: random.Random = field(default_factory=random.Random, compare=False, repr=False)
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0)."""
+        nominal = min(self.max_delay_s, self.base_delay_s * (2**attempt))
+        wait = nominal / 2 + self.rng.uniform(0, nominal / 2)
+        if retry_after is not None and retry_after > wait:
+            wait = min(self.max_delay_s, retry_after)
+        return wait

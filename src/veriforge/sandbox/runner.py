@@ -1,0 +1,304 @@
+"""``run`` and ``run_python``: start a program under the supervisor and collect its result.
+
+The process chain is::
+
+    veriforge ──► unshare --pid --fork --kill-child [--net] ──► supervisor (PID 1) ──► program
+                  (own session)                                 (root; reaps, kills)    (sandbox uid,
+                                                                                         rlimits)
+
+The supervisor enforces the wall-clock limit; this side keeps a backstop deadline a few seconds
+later and kills the whole session if the supervisor itself hangs. Killing ``unshare`` takes
+the namespace down with it (``--kill-child``), and with PID 1 gone the kernel kills every
+process in the namespace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from veriforge.errors import SandboxError
+from veriforge.sandbox.capabilities import interpreter_blocker, probe
+from veriforge.sandbox.capture import CappedBuffer, pump
+from veriforge.sandbox.identity import SandboxUser, acquire_user, count_tasks
+from veriforge.sandbox.limits import Limits
+from veriforge.sandbox.result import SandboxResult, classify
+from veriforge.sandbox.workdir import Workdir, build_env
+
+__all__ = ["ExecutableNotFoundError", "SandboxSetupError", "run", "run_async", "run_python", "run_python_async"]
+
+SUPERVISOR = str(Path(__file__).with_name("_supervisor.py"))
+BACKSTOP_GRACE_S = 10.0
+PYTHON_MAIN = "__sandbox_main__.py"
+
+
+class SandboxSetupError(SandboxError):
+    """The sandbox machinery failed (namespaces, supervisor); the program never ran or was lost."""
+
+
+class ExecutableNotFoundError(SandboxError):
+    """The command's executable does not exist or may not be executed (by the sandbox uid)."""
+
+
+def run(
+    cmd: Sequence[str] | str,
+    *,
+    files: dict[str, str | bytes] | None = None,
+    cwd: Path | None = None,
+    stdin: bytes = b"",
+    env: dict[str, str] | None = None,
+    limits: Limits | None = None,
+    network: bool = False,
+    keep_workdir: bool = False,
+) -> SandboxResult:
+    """Run ``cmd`` (an argv list, or a string for ``/bin/sh -c``) inside the sandbox.
+
+    ``files`` are written into the work directory first (relative paths). ``env`` adds variables
+    to a scrubbed environment; nothing else is inherited. ``network=True`` keeps the network.
+    The program failing in any way is reported in the result; only failures of the sandbox
+    itself raise :class:`~veriforge.errors.SandboxError`.
+    """
+    argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else [str(a) for a in cmd]
+    if not argv or not argv[0]:
+        raise SandboxError("empty command")
+    limits = limits or Limits()
+    caps = probe()
+    user: SandboxUser | None = acquire_user() if caps.is_root else None
+    workdir: Workdir | None = None
+    try:
+        workdir = Workdir(cwd, uid=user.uid if user else None, keep=keep_workdir)
+        workdir.write(files)
+        workdir.lend()
+        try:
+            return _supervise(argv, workdir, stdin, env, limits, network, user)
+        finally:
+            workdir.give_back()
+    finally:
+        if workdir is not None:
+            workdir.cleanup()
+        if user is not None:
+            user.release()
+
+
+async def run_async(cmd: Sequence[str] | str, **kwargs: Any) -> SandboxResult:
+    """:func:`run` for asyncio code: runs in a worker thread so the event loop keeps going."""
+    import asyncio
+
+    return await asyncio.to_thread(run, cmd, **kwargs)
+
+
+async def run_python_async(code: str, **kwargs: Any) -> SandboxResult:
+    """:func:`run_python` for asyncio code (worker thread)."""
+    import asyncio
+
+    return await asyncio.to_thread(run_python, code, **kwargs)
+
+
+def run_python(
+    code: str,
+    *,
+    args: Sequence[str] = (),
+    python: str | None = None,
+    **kwargs: Any,
+) -> SandboxResult:
+    """Run Python source as a script (``python __sandbox_main__.py *args``) in the sandbox.
+
+    Uses the interpreter veriforge runs under unless ``python`` names another. The script is
+    written next to ``files`` so it can import them. Other keyword arguments as for :func:`run`.
+    """
+    files = dict(kwargs.pop("files", None) or {})
+    if PYTHON_MAIN in files:
+        raise SandboxError(f"{PYTHON_MAIN} is reserved for the program run by run_python")
+    files[PYTHON_MAIN] = code
+    return run([python or sys.executable, "-s", PYTHON_MAIN, *map(str, args)], files=files, **kwargs)
+
+
+def _nproc_for(limits: Limits, user: SandboxUser | None) -> int | None:
+    if not limits.max_procs:
+        return None
+    if user is not None:
+        return int(limits.max_procs)
+    # Not root: NPROC counts every task of our uid, so allow what already runs plus the budget.
+    return count_tasks(os.getuid()) + int(limits.max_procs)
+
+
+def _supervise(
+    argv: list[str],
+    workdir: Workdir,
+    stdin: bytes,
+    env: dict[str, str] | None,
+    limits: Limits,
+    network: bool,
+    user: SandboxUser | None,
+) -> SandboxResult:
+    caps = probe()
+    prefix = caps.unshare_prefix(network=network)
+    pidns = "--pid" in prefix
+    net_isolated = "--net" in prefix
+    isolation: dict[str, Any] = {
+        "network": net_isolated,
+        "network_detail": (
+            "network namespace (loopback only, down)"
+            if net_isolated
+            else ("network=True requested" if network else f"not isolated: {caps.network_reason}")
+        ),
+        "pid_namespace": pidns,
+        "uid": user.uid if user else os.getuid(),
+        "dropped_root": user is not None,
+        "read_all_files": False,
+        "limits": limits.to_dict(),
+    }
+    read_search = user is not None and interpreter_blocker() is not None
+    if read_search:
+        isolation["read_all_files"] = True
+        isolation["read_all_files_reason"] = f"CAP_DAC_READ_SEARCH kept: {interpreter_blocker()}"
+    config = {
+        "read_search": read_search,
+        "cmd": argv,
+        "env": build_env(workdir.path, workdir.tmp, env),
+        "rlimits": limits.rlimits(nproc=_nproc_for(limits, user)),
+        "uid": user.uid if user else None,
+        "gid": user.gid if user else None,
+        "timeout": limits.timeout_s or None,
+        "pidns": pidns,
+    }
+    # The config (with the caller's env, which may hold secrets) goes through a root-only file the
+    # supervisor reads and deletes before the program starts, not through world-readable argv.
+    cfg_fd, cfg_path = tempfile.mkstemp(prefix="veriforge-sbx-cfg-", suffix=".json")
+    with os.fdopen(cfg_fd, "w") as fh:
+        json.dump(config, fh)
+    report_r, report_w = os.pipe()
+    pass_fds = [report_w] + ([user.lock_fd] if user else [])
+    supervisor_argv = [*prefix, sys.executable, "-I", "-S", "-B", SUPERVISOR, str(report_w), cfg_path]
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            supervisor_argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=workdir.path,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+            pass_fds=pass_fds,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        os.close(report_r)
+        os.close(report_w)
+        _unlink(cfg_path)
+        raise SandboxSetupError(f"cannot start the sandbox supervisor ({supervisor_argv[0]}): {exc}") from exc
+    os.close(report_w)
+
+    out, err = CappedBuffer(limits.max_output_bytes), CappedBuffer(limits.max_output_bytes)
+    backstop_fired = False
+
+    def on_deadline() -> float | None:
+        nonlocal backstop_fired
+        if backstop_fired:
+            return None  # something outside the sandbox holds the pipes open; stop reading
+        backstop_fired = True
+        _kill_session(proc.pid)
+        return time.monotonic() + 2.0
+
+    deadline = start + (limits.timeout_s or 10**9) + BACKSTOP_GRACE_S
+    try:
+        pump(proc.stdin, stdin, {proc.stdout: out, proc.stderr: err}, deadline, on_deadline)
+        try:
+            proc.wait(timeout=max(deadline - time.monotonic(), 0) + 5)
+        except subprocess.TimeoutExpired:
+            backstop_fired = True
+            _kill_session(proc.pid)
+            proc.wait()
+    finally:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        with os.fdopen(report_r, "rb") as fh:
+            raw_report = fh.read()
+        _unlink(cfg_path)  # normally gone already
+    wall = time.monotonic() - start
+
+    report = _parse_report(raw_report, proc.returncode, err.data, backstop_fired)
+    if report is None:  # backstop: the supervisor was killed before it could report
+        status, reason = "timeout", "wall-clock timeout: supervisor unresponsive, sandbox session killed"
+        exit_code = sig = None
+        cpu = rss = 0.0
+    else:
+        if "exec_error" in report:
+            _raise_exec_error(report["exec_error"], argv)
+        raw = report["status"]
+        exit_code = os.waitstatus_to_exitcode(raw) if raw is not None else None
+        sig = -exit_code if exit_code is not None and exit_code < 0 else None
+        exit_code = None if sig is not None else exit_code
+        cpu = round(report["utime"] + report["stime"], 4)
+        rss = round(report["maxrss_kb"] / 1024, 2)
+        wall = report["wall_s"]
+        status, reason = classify(
+            exit_code=exit_code,
+            signal=sig,
+            timed_out=report["timed_out"],
+            stderr=bytes(err.data),
+            cpu_s=cpu,
+            cpu_limit=limits.cpu_s,
+        )
+        isolation["process_cleanup"] = report["reaper"]
+        isolation["leftovers_killed"] = report["leftovers_killed"]
+    return SandboxResult(
+        status=status,
+        exit_code=exit_code,
+        signal=sig,
+        stdout=bytes(out.data),
+        stderr=bytes(err.data),
+        wall_s=round(wall, 4),
+        cpu_s=cpu,
+        peak_rss_mb=rss,
+        reason=reason,
+        stdout_truncated=out.truncated,
+        stderr_truncated=err.truncated,
+        stdout_dropped_bytes=out.dropped,
+        stderr_dropped_bytes=err.dropped,
+        isolation=isolation,
+        workdir=workdir.path if workdir.keep else None,
+    )
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _kill_session(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _parse_report(raw: bytes, returncode: int | None, stderr: bytes, backstop: bool) -> dict | None:
+    if raw:
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise SandboxSetupError(f"the sandbox supervisor sent a malformed report: {raw[:200]!r}") from exc
+    if backstop:
+        return None
+    detail = bytes(stderr[-2000:]).decode("utf-8", "replace").strip()
+    raise SandboxSetupError(f"the sandbox supervisor failed (exit status {returncode}): {detail or 'no output'}")
+
+
+def _raise_exec_error(info: dict, argv: list[str]) -> None:
+    import errno as errno_mod
+
+    if info["errno"] in (errno_mod.ENOENT, errno_mod.EACCES, errno_mod.ENOEXEC, errno_mod.ENOTDIR):
+        raise ExecutableNotFoundError(f"cannot execute {argv[0]!r} in the sandbox: {info['message']}")
+    raise SandboxSetupError(f"cannot start {argv[0]!r} in the sandbox: {info['type']}: {info['message']}")

@@ -1,0 +1,151 @@
+"""The run's private directory and its scrubbed environment.
+
+Every run gets a fresh directory (mode 0700, owned by the sandbox uid) so candidates cannot see
+each other's files or leave things behind for the next one; it is removed afterwards unless the
+caller asks to keep it. It lives in the system temp directory, not under VERIFORGE_HOME, because
+the unprivileged sandbox uid must be able to reach it (home directories are often 0700).
+
+When the caller supplies its own directory instead (``cwd=``), files are written into it and it
+is never removed; under a dropped uid its entries are lent to the sandbox uid for the run and
+handed back to their original owners afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+from veriforge.errors import SandboxError
+
+__all__ = ["BASE_PATH", "Workdir", "WorkdirError", "build_env"]
+
+BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class WorkdirError(SandboxError):
+    """The work directory could not be created, filled, lent or removed."""
+
+
+def _safe_target(root: Path, name: str) -> Path:
+    rel = Path(name)
+    if rel.is_absolute() or not rel.parts or ".." in rel.parts:
+        raise WorkdirError(f"sandbox file name {name!r} must be a relative path inside the work directory")
+    return root / rel
+
+
+def _others_can_reach(path: Path) -> Path | None:
+    """The first ancestor of ``path`` an unprivileged uid cannot traverse, or None."""
+    for parent in [path, *path.parents]:
+        try:
+            mode = parent.stat().st_mode
+        except OSError:
+            return parent
+        if not mode & stat.S_IXOTH:
+            return parent
+    return None
+
+
+class Workdir:
+    """Create (or adopt), fill, lend and clean up the directory a program runs in."""
+
+    def __init__(self, cwd: Path | None, *, uid: int | None, keep: bool) -> None:
+        self.uid = uid
+        self.owned = cwd is None
+        self.keep = keep or not self.owned
+        self._owners: dict[str, tuple[int, int]] = {}
+        if cwd is None:
+            try:
+                self.path = Path(tempfile.mkdtemp(prefix="veriforge-sbx-"))
+            except OSError as exc:
+                raise WorkdirError(f"cannot create a sandbox work directory in {tempfile.gettempdir()}: {exc}") from exc
+        else:
+            self.path = Path(cwd).resolve()
+            if not self.path.is_dir():
+                raise WorkdirError(f"sandbox cwd {self.path} is not a directory")
+        if uid is not None:
+            blocked = _others_can_reach(self.path.parent)
+            if blocked is not None:
+                self.cleanup()
+                raise WorkdirError(
+                    f"the sandbox user cannot reach {self.path}: {blocked} is not searchable by other users; "
+                    "use a directory under the system temp dir or make the parents o+x"
+                )
+        self.tmp = self.path / ".tmp"
+
+    def write(self, files: dict[str, str | bytes] | None) -> None:
+        """Write the caller's files (relative paths; parents created)."""
+        try:
+            self.tmp.mkdir(exist_ok=True)
+            for name, content in (files or {}).items():
+                target = _safe_target(self.path, name)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if isinstance(content, str):
+                    content = content.encode("utf-8")
+                target.write_bytes(content)
+        except OSError as exc:
+            raise WorkdirError(f"cannot write sandbox files into {self.path}: {exc}") from exc
+
+    def lend(self) -> None:
+        """Give the directory tree to the sandbox uid (recording owners of an adopted cwd)."""
+        if self.uid is None:
+            return
+        try:
+            for path in self._walk():
+                st = path.lstat()
+                if not self.owned:
+                    self._owners[str(path)] = (st.st_uid, st.st_gid)
+                os.lchown(path, self.uid, self.uid)
+            if self.owned:
+                self.path.chmod(0o700)
+        except OSError as exc:
+            raise WorkdirError(f"cannot hand {self.path} to the sandbox uid {self.uid}: {exc}") from exc
+
+    def give_back(self) -> None:
+        """Return an adopted cwd's entries to their owners; new entries go to the cwd's owner."""
+        if self.uid is None or self.owned:
+            return
+        default = self._owners.get(str(self.path), (os.getuid(), os.getgid()))
+        for path in self._walk():
+            uid, gid = self._owners.get(str(path), default)
+            try:
+                os.lchown(path, uid, gid)
+            except OSError:
+                pass
+
+    def _walk(self):
+        yield self.path
+        for root, dirs, names in os.walk(self.path):
+            for name in dirs + names:
+                yield Path(root) / name
+
+    def cleanup(self) -> None:
+        """Remove the directory we created (never an adopted cwd, never one asked to be kept)."""
+        if self.owned and not self.keep:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+def build_env(workdir: Path, tmp: Path, extra: dict[str, str] | None) -> dict[str, str]:
+    """A minimal environment: nothing from the parent except what the caller passes in.
+
+    PATH also holds the directory of the running Python so ``python`` means the interpreter
+    veriforge runs under (with its packages), not whatever the system has.
+    """
+    py_bin = str(Path(sys.executable).parent)
+    env = {
+        "PATH": f"{py_bin}:{BASE_PATH}" if py_bin not in BASE_PATH.split(":") else BASE_PATH,
+        "HOME": str(workdir),
+        "TMPDIR": str(tmp),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    for key, value in (extra or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str) or "=" in key or "\0" in key + value:
+            raise SandboxError(f"invalid environment variable {key!r}={value!r}")
+        env[key] = value
+    return env

@@ -1,0 +1,3 @@
+#include <cstdio>
+#include "nothere.h"
+__global__ void k() {}
