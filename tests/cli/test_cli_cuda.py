@@ -105,9 +105,11 @@ def test_missing_toolchain_exits_2_with_install_instructions(kernel_file, monkey
     assert res.exit_code == 2 and json.loads(res.stdout)["kind"] == "toolchain"
 
 
-def test_bad_define_is_a_usage_error(kernel_file):
+def test_bad_define_or_flag_is_a_usage_error(kernel_file):
     res = runner.invoke(app, ["compile", str(kernel_file), "-D", "=3"])
     assert res.exit_code == 2 and "NAME=VALUE" in res.output
+    res = runner.invoke(app, ["compile", str(kernel_file), "--flag", "'-O3"])
+    assert res.exit_code == 2 and "No closing quotation" in res.output and "Traceback" not in res.output
 
 
 PROGRAM = r"""

@@ -45,9 +45,19 @@ def _parse_defines(items: list[str]) -> dict[str, str | None]:
     for item in items:
         name, sep, value = item.partition("=")
         if not name.strip():
-            raise typer.BadParameter(f"expected NAME or NAME=VALUE, got {item!r}", param_hint="-D")
+            _echo_err(f"error: -D expects NAME or NAME=VALUE, got {item!r}")
+            raise typer.Exit(EXIT_SETUP)
         defines[name.strip()] = value if sep else None
     return defines
+
+
+def _split_flags(items: list[str]) -> list[str]:
+    """``--flag '-Xptxas -O3'`` is two nvcc arguments, as a shell would split them."""
+    try:
+        return [part for item in items for part in shlex.split(item)]
+    except ValueError as exc:
+        _echo_err(f"error: --flag {items!r}: {exc}")
+        raise typer.Exit(EXIT_SETUP) from exc
 
 
 def _read_source(file: Path) -> str:
@@ -76,14 +86,17 @@ def _resources_table(result: CompileResult, title: str) -> Any:
         ("cmem", "right"),
     ]:
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    short_names = [k.short_name for k in result.resources.values()]
     for k in sorted(result.resources.values(), key=lambda k: k.short_name):
+        # Overloads share a short name; show their full signature so the rows can be told apart.
+        label = k.short_name if short_names.count(k.short_name) == 1 else k.name
         regs = str(k.registers)
         spills = f"{k.spill_store_bytes}/{k.spill_load_bytes}"
         if k.spills:
             spills = f"[bold red]{spills}[/]"
         cmem = ", ".join(f"c[{bank}]={size}" for bank, size in sorted(k.cmem.items())) or "-"
         table.add_row(
-            k.short_name,
+            label,
             regs,
             _fmt_bytes(k.smem_static_bytes),
             _fmt_bytes(k.stack_frame_bytes),
@@ -122,7 +135,7 @@ def compile_cmd(
             source,
             arch=arch,
             output="ptx" if ptx else "cubin",
-            flags=[part for item in flag or () for part in shlex.split(item)],
+            flags=_split_flags(flag or []),
             filename=str(file),
             defines=_parse_defines(define or []),
             include_dirs=includes,

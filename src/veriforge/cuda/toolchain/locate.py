@@ -147,7 +147,7 @@ def _candidates(nvcc: str | os.PathLike[str] | None) -> list[tuple[str, Path]]:
 def _dryrun_layout(nvcc: Path) -> dict[str, str]:
     """Ask nvcc where it really lives: ``nvcc --dryrun`` prints its profile variables."""
     try:
-        proc = _run([str(nvcc), "--dryrun", "-cubin", "-arch=sm_90", "veriforge_probe.cu"])
+        proc = _run([str(nvcc), "--dryrun", "-cubin", "veriforge_probe.cu"])
     except (OSError, subprocess.SubprocessError):
         return {}
     found: dict[str, str] = {}

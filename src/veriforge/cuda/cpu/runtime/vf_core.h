@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "vf_types.h"  // dim3, uint3, cudaError_t ... (CUDA's own headers, or our fallback)
 
@@ -57,5 +59,26 @@ void yield_thread();                     // __nanosleep: let other threads of th
 [[noreturn]] void trap(const char* what, int line);
 void* dynamic_shared();                  // base of `extern __shared__` memory for this block
 bool in_kernel();
+
+// Kernels callable by name from Python (Module.launch): registered by the launch shims the
+// front end appends to a module, listed by the kernel server (worker_main.cpp).
+struct ParamInfo {
+    char kind;           // p pointer, i signed, u unsigned, f float, b bool, s other (struct...)
+    unsigned size, align, offset;
+    char pointee_kind;   // for pointers: kind of the pointee ('v' void, 's' struct)
+    unsigned pointee_size;
+    bool pointee_const;
+    std::string type;
+};
+struct KernelEntry {
+    std::string name;
+    std::vector<ParamInfo> params;
+    size_t blob_size = 0;
+    // Runs the grid with arguments unpacked from `blob` (laid out at ParamInfo::offset).
+    int (*run)(const KernelEntry& self, const char* blob, GridSpec spec) = nullptr;
+    void* fn = nullptr;
+};
+void register_kernel(KernelEntry* entry);
+const std::vector<KernelEntry*>& registered_kernels();
 
 }  // namespace vf

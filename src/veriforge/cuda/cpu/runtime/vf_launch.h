@@ -46,25 +46,6 @@ template <class F> inline Launcher<F> make_launch(LaunchConfig cfg, const char* 
 }
 
 // ---- kernels callable by name from Python ----------------------------------------------------
-struct ParamInfo {
-    char kind;           // p pointer, i signed, u unsigned, f float, b bool, s other (struct...)
-    unsigned size, align, offset;
-    char pointee_kind;   // for pointers: kind of the pointee ('v' void, 's' struct)
-    unsigned pointee_size;
-    bool pointee_const;
-    std::string type;
-};
-struct KernelEntry {
-    std::string name;
-    std::vector<ParamInfo> params;
-    size_t blob_size = 0;
-    // Runs the grid with arguments unpacked from `blob` (laid out at ParamInfo::offset).
-    int (*run)(const KernelEntry& self, const char* blob, GridSpec spec) = nullptr;
-    void* fn = nullptr;
-};
-void register_kernel(KernelEntry* entry);
-const std::vector<KernelEntry*>& registered_kernels();
-
 template <class T> inline std::string type_name() {
     std::string s = __PRETTY_FUNCTION__;  // "... [with T = const float*; std::string = ...]"
     size_t a = s.find("T = ");

@@ -1,0 +1,139 @@
+"""Which threads the analysis evaluates, and how many real warps each sampled warp stands for.
+
+A launch may have millions of threads; evaluating every one is unnecessary because almost every
+kernel behaves the same in all interior blocks and differs only at the edges (the ``i < n`` tail,
+the first tile). So the analysis evaluates *every thread* of a stratified sample of blocks: along
+each grid dimension the first, the middle and the last block (all blocks when a dimension has at
+most :data:`EXACT_DIM` of them). Each sampled block carries a weight — the number of real blocks
+it represents — so per-launch totals (requests, bytes, FLOPs) are exact whenever interior blocks
+behave alike, and the first and the last block are always seen exactly. Small grids (at most
+:data:`EXACT_BLOCKS` blocks) are enumerated completely.
+
+Lanes are laid out as arrays of shape ``(warps, 32)``: row ``w`` is one warp of one sampled block,
+built the way the hardware forms warps (linear thread id ``x + y*bx + z*bx*by``, 32 per warp).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
+
+from veriforge.errors import LaunchError
+
+EXACT_DIM = 4
+EXACT_BLOCKS = 16
+WARP = 32
+MAX_BLOCK_THREADS = 1024
+
+
+class LaunchConfigError(LaunchError, ValueError):
+    """grid/block are not a valid CUDA launch configuration."""
+
+
+def dim3(value: int | tuple[int, ...] | list[int], what: str) -> tuple[int, int, int]:
+    """Normalise ``256`` / ``(16, 16)`` / ``[4, 4, 2]`` to a 3-tuple of positive ints."""
+    if isinstance(value, bool):
+        raise LaunchConfigError(f"{what} must be an int or a tuple of up to 3 ints, not {value!r}")
+    if isinstance(value, int | np.integer):
+        dims = [int(value)]
+    else:
+        try:
+            dims = [int(v) for v in value]
+        except (TypeError, ValueError) as exc:
+            raise LaunchConfigError(f"{what} must be an int or a tuple of up to 3 ints, not {value!r}") from exc
+    if not 1 <= len(dims) <= 3:
+        raise LaunchConfigError(f"{what} must have 1 to 3 dimensions, not {len(dims)}")
+    if any(d < 1 for d in dims):
+        raise LaunchConfigError(f"{what} dimensions must be positive, got {tuple(dims)}")
+    while len(dims) < 3:
+        dims.append(1)
+    return dims[0], dims[1], dims[2]
+
+
+def _strata(n: int) -> list[tuple[int, float]]:
+    """(index, weight) samples along one grid dimension of ``n`` blocks."""
+    if n <= EXACT_DIM:
+        return [(i, 1.0) for i in range(n)]
+    return [(0, 1.0), (n // 2, float(n - 2)), (n - 1, 1.0)]
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """The sampled threads as ``(warps, 32)`` arrays plus per-warp metadata."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    tid: tuple[np.ndarray, np.ndarray, np.ndarray]
+    bid: tuple[np.ndarray, np.ndarray, np.ndarray]
+    valid: np.ndarray  # (W, 32) bool: False for padding lanes of a partial last warp
+    warp_weight: np.ndarray  # (W,) real warps each sampled warp stands for
+    warp_in_block: np.ndarray  # (W,) warp index inside its block
+    block_of_warp: np.ndarray  # (W,) index into sampled_blocks
+    sampled_blocks: tuple[tuple[int, int, int], ...]
+    tail_block: np.ndarray  # (W,) True when the warp's block is the last along some dimension (> 1)
+    exact: bool
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.valid.shape  # type: ignore[return-value]
+
+    @property
+    def launch_warps(self) -> float:
+        return float(self.warp_weight.sum())
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "sampled_blocks": [list(b) for b in self.sampled_blocks],
+            "sampled_warps": int(self.valid.shape[0]),
+            "exact": self.exact,
+            "strategy": "all blocks" if self.exact else "first, middle and last block along each grid dimension",
+        }
+
+
+def build_lanes(grid: tuple[int, int, int], block: tuple[int, int, int]) -> Lanes:
+    """Lay out every thread of the sampled blocks as warps (see the module docstring)."""
+    threads = block[0] * block[1] * block[2]
+    if threads > MAX_BLOCK_THREADS:
+        raise LaunchConfigError(f"block {block} has {threads} threads; CUDA allows at most {MAX_BLOCK_THREADS}")
+    total_blocks = grid[0] * grid[1] * grid[2]
+    if total_blocks <= EXACT_BLOCKS:
+        per_dim = [[(i, 1.0) for i in range(g)] for g in grid]
+        exact = True
+    else:
+        per_dim = [_strata(g) for g in grid]
+        exact = all(g <= EXACT_DIM for g in grid)
+    blocks = list(product(*per_dim))
+    warps_per_block = -(-threads // WARP)
+    lin = np.arange(warps_per_block * WARP)
+    tx = lin % block[0]
+    ty = (lin // block[0]) % block[1]
+    tz = lin // (block[0] * block[1])
+    valid_block = (lin < threads).reshape(warps_per_block, WARP)
+    nb = len(blocks)
+    shape = (nb * warps_per_block, WARP)
+
+    def tile(a: np.ndarray) -> np.ndarray:
+        return np.tile(a.reshape(warps_per_block, WARP), (nb, 1)).astype(np.float64)
+
+    bx = np.repeat([float(b[0][0]) for b in blocks], warps_per_block * WARP).reshape(shape)
+    by = np.repeat([float(b[1][0]) for b in blocks], warps_per_block * WARP).reshape(shape)
+    bz = np.repeat([float(b[2][0]) for b in blocks], warps_per_block * WARP).reshape(shape)
+    weights = np.repeat([b[0][1] * b[1][1] * b[2][1] for b in blocks], warps_per_block)
+    tail = np.repeat(
+        [any(b[d][0] == grid[d] - 1 and grid[d] > 1 for d in range(3)) for b in blocks], warps_per_block
+    )
+    return Lanes(
+        grid=grid,
+        block=block,
+        tid=(tile(tx), tile(ty), tile(tz)),
+        bid=(bx, by, bz),
+        valid=np.tile(valid_block, (nb, 1)),
+        warp_weight=weights.astype(np.float64),
+        warp_in_block=np.tile(np.arange(warps_per_block), nb),
+        block_of_warp=np.repeat(np.arange(nb), warps_per_block),
+        sampled_blocks=tuple((b[0][0], b[1][0], b[2][0]) for b in blocks),
+        tail_block=tail,
+        exact=exact,
+    )

@@ -1,0 +1,8 @@
+// veriforge CPU runtime shim: CUDA's own host header when it was found (include_next), else the
+// runtime's minimal fallback declarations.
+#pragma once
+#if defined(VF_HAVE_CUDA_HEADERS) && __has_include_next(<cuda_runtime_api.h>)
+#include_next <cuda_runtime_api.h>
+#else
+#include "../vf_fallback_types.h"
+#endif
