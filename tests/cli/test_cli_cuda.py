@@ -139,15 +139,22 @@ int main(int argc, char** argv) {
 """
 
 
-def _cpu_runtime():
+@pytest.fixture(scope="module")
+def _runtime_home(tmp_path_factory):
+    return tmp_path_factory.mktemp("cpu-runtime-home")
+
+
+@pytest.fixture
+def cpu_runtime(_runtime_home, monkeypatch):
+    """The real CPU runtime, with one VERIFORGE_HOME for this module so it is built once (~10 s)."""
     cpu = pytest.importorskip("veriforge.cuda.cpu", reason="the CPU CUDA runtime is not built yet")
     if not hasattr(cpu, "run_program"):
         pytest.skip("veriforge.cuda.cpu has no run_program yet")
+    monkeypatch.setenv("VERIFORGE_HOME", str(_runtime_home))
     return cpu
 
 
-def test_run_prints_the_programs_output_and_exits_with_its_code(tmp_path):
-    _cpu_runtime()
+def test_run_prints_the_programs_output_and_exits_with_its_code(cpu_runtime, tmp_path):
     prog = tmp_path / "square.cu"
     prog.write_text(PROGRAM)
     stdin = tmp_path / "in.txt"
@@ -159,8 +166,7 @@ def test_run_prints_the_programs_output_and_exits_with_its_code(tmp_path):
     assert res.exit_code == expected[-1] % 5 == 4
 
 
-def test_run_reports_compile_errors_clearly(tmp_path):
-    _cpu_runtime()
+def test_run_reports_compile_errors_clearly(cpu_runtime, tmp_path):
     prog = tmp_path / "bad.cu"
     prog.write_text("int main() { return undefined_thing; }\n")
     res = runner.invoke(app, ["run", str(prog)])
@@ -189,8 +195,8 @@ def stand_in_runtime(monkeypatch):
     module = types.ModuleType("veriforge.cuda.cpu")
     behaviour: dict = {}
 
-    def run_program(source, argv=(), stdin=b"", timeout=60.0):
-        calls.append({"source": source, "argv": argv, "stdin": stdin, "timeout": timeout})
+    def run_program(source, argv=(), stdin=b"", timeout=60.0, *, filename="program.cu", cwd=None):
+        calls.append({"source": source, "argv": argv, "stdin": stdin, "timeout": timeout, "filename": filename})
         if "raise" in behaviour:
             raise behaviour["raise"]
         return behaviour["result"]
@@ -223,7 +229,15 @@ def test_run_output_and_exit_codes(stand_in_runtime, program, tmp_path, result, 
     data.write_bytes(b"\x00\x01input")
     res = runner.invoke(app, ["run", str(program), "--stdin", str(data), "--timeout", "7", "--", "a", "--b"])
     assert (res.stdout, res.stderr, res.exit_code) == (stdout, stderr, code)
-    assert calls == [{"source": program.read_text(), "argv": ("a", "--b"), "stdin": b"\x00\x01input", "timeout": 7.0}]
+    expected_call = {"source": program.read_text(), "argv": ("a", "--b"), "stdin": b"\x00\x01input", "timeout": 7.0}
+    assert calls == [expected_call | {"filename": "prog.cu"}]
+
+
+def test_run_refuses_options_the_runtime_lacks(stand_in_runtime, program):
+    calls, behaviour = stand_in_runtime
+    behaviour["result"] = _Outcome()
+    res = runner.invoke(app, ["run", str(program), "--sanitize"])
+    assert res.exit_code == 2 and "does not support sanitize" in res.stderr and calls == []
 
 
 def test_run_time_out_exits_124(stand_in_runtime, program):

@@ -125,3 +125,25 @@ def test_bad_setting_is_a_clear_error_not_a_traceback(capsys):
     assert rc == 2
     assert "timeout_s" in err
     assert "Traceback" not in err
+
+
+def test_exit_codes_propagate_through_main(tmp_path, capsys):
+    """main() must return the command's own exit code (a failed compile is not a success)."""
+    assert main(["--version"]) == 0
+    assert main(["no-such-command"]) == 2
+    bad = tmp_path / "bad.cu"
+    bad.write_text("int main() { return undefined_name; }\n")
+    rc = main(["cuda", "run", str(bad)])
+    captured = capsys.readouterr()
+    assert rc == 1, captured
+    assert "bad.cu:1" in captured.out + captured.err
+
+
+def test_console_script_reports_config_error_with_exit_2(tmp_path):
+    exe = shutil.which("veriforge")
+    cmd = [exe] if exe else [sys.executable, "-m", "veriforge"]
+    out = subprocess.run([*cmd, "--set", "sandbox.timeout_s=x", "config", "show"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "sandbox.timeout_s" in out.stderr
+    assert "Traceback" not in out.stderr

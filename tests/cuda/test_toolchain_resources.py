@@ -1,4 +1,4 @@
-"""ptxas -v parsing on logs recorded from real nvcc 13.0 runs (tests/cuda/data, see its README)."""
+"""ptxas -v parsing on logs recorded from real nvcc 13.0 runs (tests/cuda/data, see TOOLCHAIN_FIXTURES.md)."""
 
 from __future__ import annotations
 

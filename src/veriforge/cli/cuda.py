@@ -16,6 +16,7 @@ Heavy modules (the toolchain, the CPU runtime, rich) are imported inside the com
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -210,8 +211,15 @@ def run_cmd(
     args: Annotated[list[str] | None, typer.Argument(help="Arguments for the program (after --).")] = None,
     stdin: Annotated[Path | None, typer.Option("--stdin", help="File to feed to the program's stdin.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Wall-clock limit in seconds.")] = 60.0,
+    define: Annotated[list[str] | None, typer.Option("-D", help="Macro NAME or NAME=VALUE, repeatable.")] = None,
+    sanitize: Annotated[
+        bool, typer.Option("--sanitize", help="Check out-of-bounds accesses (slower; reports the source line).")
+    ] = False,
 ) -> None:
-    """Run a whole CUDA program (with main()) on the CPU runtime; exits with its return code."""
+    """Run a whole CUDA program (with main()) on the CPU runtime; exits with its return code.
+
+    The program runs in the current directory, like ``./a.out`` would.
+    """
     from veriforge.errors import (
         CompileError,
         CudaError,
@@ -228,8 +236,15 @@ def run_cmd(
 
     source = _read_source(file)
     data = stdin.read_bytes() if stdin is not None else b""
+    options = _run_options(
+        cpu.run_program,
+        filename=re.sub(r"[^\w.+-]", "_", file.name),
+        cwd=Path.cwd(),
+        defines=_parse_defines(define or []) or None,
+        sanitize=sanitize or None,
+    )
     try:
-        result = cpu.run_program(source, argv=tuple(args or ()), stdin=data, timeout=timeout)
+        result = cpu.run_program(source, argv=tuple(args or ()), stdin=data, timeout=timeout, **options)
     except UnsupportedFeatureError as exc:
         _echo_err(f"{file}: error: unsupported CUDA feature: {exc}")
         raise typer.Exit(EXIT_FAILED) from exc
@@ -260,6 +275,30 @@ def run_cmd(
     if code < 0:  # killed by a signal: the shell's convention
         code = 128 - code
     raise typer.Exit(code)
+
+
+def _run_options(run_program: Any, **wanted: Any) -> dict[str, Any]:
+    """The optional keyword arguments this ``run_program`` accepts (None = not asked for).
+
+    ``filename``/``cwd`` are conveniences and silently dropped if unsupported; asking for
+    ``defines``/``sanitize`` from a runtime without them is an error, not a silent no-op.
+    """
+    import inspect
+
+    try:
+        accepted = set(inspect.signature(run_program).parameters)
+    except (TypeError, ValueError):
+        accepted = set()
+    options = {}
+    for name, value in wanted.items():
+        if value is None:
+            continue
+        if name in accepted:
+            options[name] = value
+        elif name in ("defines", "sanitize"):
+            _echo_err(f"error: this CPU runtime does not support {name}")
+            raise typer.Exit(EXIT_SETUP)
+    return options
 
 
 def _format_diagnostic(d: Any, file: Path) -> str:

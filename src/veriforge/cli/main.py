@@ -99,10 +99,11 @@ def state(ctx: typer.Context) -> CliState:
 
 
 def _register() -> None:
-    from veriforge.cli import config_cmd, cuda, doctor
+    from veriforge.cli import config_cmd, cuda, cuda_analyze, doctor
 
     app.command("doctor")(doctor.doctor)
     app.add_typer(config_cmd.app, name="config")
+    cuda.app.command("analyze")(cuda_analyze.analyze_cmd)
     app.add_typer(cuda.app, name="cuda")
 
 
@@ -110,28 +111,27 @@ _register()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console-script entry point: veriforge errors become one clear line and exit code 2."""
+    """Console-script entry point; returns the exit code.
+
+    click handles usage errors and ``--help`` itself (standalone mode) and reports them through
+    ``SystemExit``; errors veriforge raises on purpose become one clear line and exit code 2.
+    """
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv, standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        typer.echo(str(code), err=True)
+        return 1
     except VeriforgeError as exc:
         from rich.console import Console
+        from rich.markup import escape
 
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         return 2
-    except typer.Exit as exc:
-        return exc.exit_code
-    except typer.Abort:
-        typer.echo("Aborted.", err=True)
-        return 1
-    except SystemExit as exc:  # click's own usage errors
-        return exc.code if isinstance(exc.code, int) else 1
-    except Exception as exc:  # click exceptions not caught in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
-        raise
     return 0
 
 

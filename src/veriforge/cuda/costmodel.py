@@ -93,8 +93,6 @@ class CostConstants:
     overlap_p: float = 4.0
     #: Sharpness of the smooth min(x, 1) used for latency-hiding factors.
     saturation_sharpness: float = 4.0
-    #: Weight of the partial-last-wave penalty (1: a partial wave costs a full wave).
-    tail_weight: float = 1.0
     #: A bound resource whose latency-hiding factor is below this is reported as "latency" bound.
     latency_bound_threshold: float = 0.5
     #: Registers per thread assumed when neither the report's resources nor occupancy give them.
@@ -184,7 +182,7 @@ class CostInputs:
     flops: float
     dtype: str
     warp_efficiency: float | None  # from the report's features; None: derive from divergent branches
-    divergent_branches: int
+    divergence: float  # divergent branches, each weighted by the fraction of warps that diverge there
     barrier_executions_per_block: float
     assumptions: tuple[str, ...] = field(default=())
 
@@ -211,7 +209,7 @@ def _occupancy(
     res = _get(report, "resources")
     regs = _num(_get(res, "registers"))
     smem = _num(_get(res, "smem_static")) or 0.0
-    dyn = _num(_get(report, "smem_dynamic")) or _num(_get(res, "smem_dynamic")) or 0.0
+    dyn = _num(_get(report, "dynamic_smem")) or _num(_get(res, "smem_dynamic")) or 0.0
     if regs is None:
         regs = constants.default_registers
         notes.append(f"registers per thread unknown (no ptxas resources): assumed {int(regs)}")
@@ -256,27 +254,35 @@ def extract_inputs(
         line = _get(acc, "line")
         elem = _num(_get(acc, "elem_bytes")) or 4.0
         width = _num(_get(acc, "vector_width")) or 1.0
+        lane_bytes = 32 * elem * width  # what one fully active warp request asks for
         req = _num(_get(acc, "requests"))
         spr = _num(_get(acc, "sectors_per_request"))
         eff = _num(_get(acc, "efficiency"))
-        nbytes = _num(_get(acc, "bytes"))
-        if req is None and nbytes is not None:
-            req = nbytes / (32 * elem * width)
+        moved = _num(_get(acc, "bytes"))  # bytes moved in sectors (the analysis report's meaning)
+        asked = _num(_get(acc, "useful_bytes"))
+        if spr is None and req and moved is not None:
+            spr = moved / req / SECTOR_BYTES
+        if spr is None and eff:
+            spr = lane_bytes / eff / SECTOR_BYTES
+        if spr is None:
+            spr = math.ceil(lane_bytes / SECTOR_BYTES)
+            why = _get(acc, "unknown") or "coalescing unknown"
+            notes.append(f"global {_get(acc, 'kind', 'access')} at line {line}: {why}; assumed coalesced")
+        if req is None and moved is not None:
+            req = moved / (spr * SECTOR_BYTES) if spr else None
         if req is None:
             unknown_traffic.append(f"line {line}")
             continue
-        acc_useful = nbytes if nbytes is not None else req * 32 * elem * width
-        if spr is None:
-            if eff is not None and eff > 0:
-                spr = acc_useful / eff / SECTOR_BYTES / req if req else 0.0
-            else:
-                spr = math.ceil(32 * elem * width / SECTOR_BYTES)
-                why = _get(acc, "unknown") or "coalescing unknown"
-                notes.append(f"global {_get(acc, 'kind', 'access')} at line {line}: {why}; assumed coalesced")
+        acc_moved = req * spr * SECTOR_BYTES
         requests += req
         sectors += req * spr
-        useful += acc_useful
-        dram += req * spr * SECTOR_BYTES
+        dram += acc_moved
+        if asked is not None:
+            useful += asked
+        elif eff is not None:
+            useful += acc_moved * eff
+        else:
+            useful += min(acc_moved, req * lane_bytes)
     if unknown_traffic:
         notes.append(f"global accesses with unknown request counts left out: {', '.join(unknown_traffic)}")
     if requests == 0:
@@ -293,7 +299,7 @@ def extract_inputs(
         if req is None:
             notes.append(f"shared access at line {_get(acc, 'line')}: request count unknown, left out")
             continue
-        ways = _num(_get(acc, "bank_conflict_ways"))
+        ways = _num(_get(acc, "wavefronts_per_request")) or _num(_get(acc, "bank_conflict_ways"))
         if ways is None:
             ways = 1.0
             notes.append(f"shared access at line {_get(acc, 'line')}: bank conflicts unknown, assumed none")
@@ -307,25 +313,30 @@ def extract_inputs(
 
     features = _get(report, "features") or {}
     warp_eff = _num(_get(features, "warp_execution_efficiency"))
-    divergent = 0
+    divergence = 0.0
     for br in _get(report, "branches") or ():
         d = _get(br, "divergent")
         if d is True:
-            divergent += 1
+            frac = _num(_get(br, "divergent_fraction"))
+            divergence += 1.0 if frac is None else min(1.0, max(0.0, frac))
         elif d is None:
             notes.append(f"branch at line {_get(br, 'line')}: divergence unknown, assumed uniform")
 
     barrier_execs = 0.0
+    counted_once = 0
     for bar in _get(report, "barriers") or ():
         n = None
         for key in ("executions", "count", "trips"):
             n = _num(_get(bar, key))
             if n is not None:
                 break
-        barrier_execs += n if n is not None else 1.0
+        if n is None:
+            n, counted_once = 1.0, counted_once + 1
+        barrier_execs += n
+    if counted_once:
+        notes.append(f"{counted_once} barrier site(s) without an execution count: counted once per block")
     if not (_get(report, "barriers") or ()):
-        n = _num(_get(features, "barriers"))
-        barrier_execs = n or 0.0
+        barrier_execs = _num(_get(features, "barriers")) or 0.0
 
     traits = _get(report, "traits") or {}
     kind = (dtype or _get(traits, "dtype") or "fp32").lower()
@@ -358,7 +369,7 @@ def extract_inputs(
         flops=flops,
         dtype=kind,
         warp_efficiency=warp_eff,
-        divergent_branches=divergent,
+        divergence=divergence,
         barrier_executions_per_block=barrier_execs,
         assumptions=tuple(notes),
     )
@@ -428,6 +439,25 @@ class Estimate:
         )
 
 
+@dataclass(frozen=True)
+class _Wave:
+    """Times of one wave of blocks (all its blocks resident at once) and its latency-hiding factors."""
+
+    t_dram: float
+    t_l1: float
+    t_flops: float
+    t_sync: float
+    f_mem: float
+    f_pipe: float
+    busy_sms: int
+    warps_per_sm: int
+    in_flight: float
+
+    @property
+    def t_compute(self) -> float:
+        return self.t_flops + self.t_sync
+
+
 def _evaluate(q: CostInputs, g: GPU, c: CostConstants) -> Estimate:
     sms = g.sm_count
     clock_hz = g.boost_clock_mhz * 1e6
@@ -438,57 +468,78 @@ def _evaluate(q: CostInputs, g: GPU, c: CostConstants) -> Estimate:
         peak_flops, fp_fraction = float(g.bf16_tensor_tflops or g.fp32_tflops) * 1e12, c.tensor_fraction
     else:
         peak_flops, fp_fraction = g.fp32_tflops * 1e12, c.fp32_fraction
-
-    blocks_per_wave = sms * q.active_blocks_per_sm
-    waves = -(-q.blocks // blocks_per_wave)
-    exact_waves = q.blocks / blocks_per_wave
-    busy_sms = min(sms, q.blocks)
-    blocks_per_busy_sm = min(q.active_blocks_per_sm, -(-q.blocks // sms))
-    warps_per_sm = blocks_per_busy_sm * q.warps_per_block
-    tail = (waves / exact_waves) ** c.tail_weight if exact_waves >= 1 else 1.0
-
-    # Latency hiding. Memory: Little's law, bytes in flight vs bandwidth x latency.
-    bytes_per_request = q.dram_bytes / q.global_requests if q.global_requests else 0.0
-    in_flight = busy_sms * warps_per_sm * c.mlp_per_warp * bytes_per_request
-    needed = peak_bw * c.mem_latency_ns * 1e-9
-    f_mem = _smooth_min1(in_flight / needed, c.saturation_sharpness) if q.dram_bytes else 1.0
-    # Pipelines (FMA, L1/shared): enough resident warps to cover dependent-issue latency.
-    f_pipe = _smooth_min1(warps_per_sm / c.warps_to_hide_latency, c.saturation_sharpness)
-
     if q.warp_efficiency is not None:
         warp_eff = min(1.0, max(1.0 / 32, q.warp_efficiency))
     else:
-        warp_eff = max(1.0 / 32, c.divergent_branch_efficiency**q.divergent_branches)
-
-    t_dram = q.dram_bytes / (peak_bw * c.dram_bw_fraction * f_mem) if q.dram_bytes else 0.0
+        warp_eff = max(1.0 / 32, c.divergent_branch_efficiency**q.divergence)
+    bytes_per_request = q.dram_bytes / q.global_requests if q.global_requests else 0.0
+    needed = peak_bw * c.mem_latency_ns * 1e-9  # Little's law: bytes in flight for full bandwidth
     l1_cycles = (
         q.global_sectors / c.l1_sectors_per_clk + q.shared_wavefronts / c.shared_wavefronts_per_clk / warp_eff
     )
-    t_l1 = l1_cycles / (busy_sms * clock_hz * f_pipe) if l1_cycles else 0.0
-    t_flops = q.flops / (peak_flops * fp_fraction * f_pipe * (busy_sms / sms) * warp_eff) if q.flops else 0.0
-    # A barrier stalls its block; other resident blocks on the SM keep issuing, so the exposed cost
-    # shrinks with blocks per SM. Blocks run in `exact_waves` rounds.
-    t_sync = (
-        q.barrier_executions_per_block
-        * c.barrier_cycles
-        / clock_hz
-        * max(exact_waves, 1.0)
-        / max(1, blocks_per_busy_sm)
-    )
+
+    def wave(blocks: int) -> _Wave:
+        """One wave of ``blocks`` resident blocks doing ``blocks / q.blocks`` of the launch's work.
+
+        A partial wave spreads its blocks over the SMs (fewer per SM, or fewer busy SMs), so it
+        has less parallelism to hide latency with: that is the tail effect, no extra constant.
+        """
+        share = blocks / q.blocks
+        busy = min(sms, blocks)
+        per_sm = min(q.active_blocks_per_sm, -(-blocks // sms))
+        warps = per_sm * q.warps_per_block
+        in_flight = busy * warps * c.mlp_per_warp * bytes_per_request
+        f_mem = _smooth_min1(in_flight / needed, c.saturation_sharpness) if q.dram_bytes else 1.0
+        f_pipe = _smooth_min1(warps / c.warps_to_hide_latency, c.saturation_sharpness)
+        t_dram = share * q.dram_bytes / (peak_bw * c.dram_bw_fraction * f_mem) if q.dram_bytes else 0.0
+        t_l1 = share * l1_cycles / (busy * clock_hz * f_pipe) if l1_cycles else 0.0
+        t_flops = (
+            share * q.flops / (peak_flops * fp_fraction * f_pipe * (busy / sms) * warp_eff)
+            if q.flops
+            else 0.0
+        )
+        # A barrier stalls its block until the slowest warp arrives; the other resident blocks of
+        # the SM keep issuing meanwhile, so the exposed cost shrinks with blocks per SM.
+        t_sync = q.barrier_executions_per_block * c.barrier_cycles / clock_hz / per_sm
+        return _Wave(t_dram, t_l1, t_flops, t_sync, f_mem, f_pipe, busy, warps, in_flight)
+
+    blocks_per_wave = sms * q.active_blocks_per_sm
+    full_waves, rest = divmod(q.blocks, blocks_per_wave)
+    runs = [(full_waves, wave(blocks_per_wave))] if full_waves else []
+    if rest:
+        runs.append((1, wave(rest)))
+    waves = full_waves + (1 if rest else 0)
+    exact_waves = q.blocks / blocks_per_wave
+    main = runs[0][1]
+
+    def total(attr: str) -> float:
+        return sum(n * getattr(w, attr) for n, w in runs)
+
+    t_dram, t_l1, t_flops, t_sync = total("t_dram"), total("t_l1"), total("t_flops"), total("t_sync")
     t_compute = t_flops + t_sync
-    memory_time = _smooth_max((t_dram, t_l1), c.overlap_p)
-    core = _smooth_max((t_dram, t_l1, t_compute), c.overlap_p)
-    time_s = c.launch_overhead_s + tail * core
+    memory_time = sum(n * _smooth_max((w.t_dram, w.t_l1), c.overlap_p) for n, w in runs)
+    core = sum(n * _smooth_max((w.t_dram, w.t_l1, w.t_compute), c.overlap_p) for n, w in runs)
+    # Tail: how much longer than if the partial wave's work ran at full-wave throughput.
+    ideal = exact_waves * _smooth_max((main.t_dram, main.t_l1, main.t_compute), c.overlap_p)
+    tail = core / ideal if full_waves and ideal > 0 else 1.0
+    time_s = c.launch_overhead_s + core
 
     parts = {"dram": t_dram, "l1": t_l1, "compute": t_compute}
     top = max(parts, key=lambda k: parts[k])
-    latency_factor = f_mem if top == "dram" else f_pipe
-    if core == 0 or tail * core < c.launch_overhead_s:
+    latency_factor = main.f_mem if top == "dram" else main.f_pipe
+    if core == 0 or core < c.launch_overhead_s:
         bound = "latency"  # launch overhead dominates: nothing to hide it behind
     elif latency_factor < c.latency_bound_threshold:
         bound = "latency"
     else:
         bound = "compute" if top == "compute" else "memory"
+    busy_sms, warps_per_sm, f_mem, f_pipe, in_flight = (
+        main.busy_sms,
+        main.warps_per_sm,
+        main.f_mem,
+        main.f_pipe,
+        main.in_flight,
+    )
 
     breakdown = {
         "dram_time_s": t_dram,

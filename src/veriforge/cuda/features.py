@@ -158,5 +158,5 @@ def ncu_metrics() -> list[str]:
     names: set[str] = set()
     for f in FEATURES.values():
         if f.ncu:
-            names.update(re.findall(r"[a-z_]+__[A-Za-z0-9_.]+", f.ncu))
+            names.update(re.findall(r"[a-z0-9_]+__[A-Za-z0-9_.]+", f.ncu))
     return sorted(names)

@@ -121,9 +121,7 @@ def build_lanes(grid: tuple[int, int, int], block: tuple[int, int, int]) -> Lane
     by = np.repeat([float(b[1][0]) for b in blocks], warps_per_block * WARP).reshape(shape)
     bz = np.repeat([float(b[2][0]) for b in blocks], warps_per_block * WARP).reshape(shape)
     weights = np.repeat([b[0][1] * b[1][1] * b[2][1] for b in blocks], warps_per_block)
-    tail = np.repeat(
-        [any(b[d][0] == grid[d] - 1 and grid[d] > 1 for d in range(3)) for b in blocks], warps_per_block
-    )
+    tail = np.repeat([any(b[d][0] == grid[d] - 1 and grid[d] > 1 for d in range(3)) for b in blocks], warps_per_block)
     return Lanes(
         grid=grid,
         block=block,

@@ -19,7 +19,6 @@ import numpy as np
 SECTOR = 32
 BANKS = 32
 BANK_WIDTH = 4
-_BIG = np.float64(2**60)
 
 
 def _distinct_per_row(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
@@ -61,14 +60,10 @@ def bank_ways(addr: np.ndarray, width: int, mask: np.ndarray) -> tuple[np.ndarra
         # distinct words per (warp, bank): dedupe words per row, then count per bank.
         k = np.where(act, words, np.inf)
         k.sort(axis=1)
-        distinct = np.isfinite(k) & np.concatenate(
-            [np.ones((warps, 1), bool), k[:, 1:] != k[:, :-1]], axis=1
-        )
+        distinct = np.isfinite(k) & np.concatenate([np.ones((warps, 1), bool), k[:, 1:] != k[:, :-1]], axis=1)
         banks = np.where(distinct, np.mod(np.where(distinct, k, 0), BANKS), 0).astype(np.int64)
         rows = np.repeat(np.arange(warps), k.shape[1]).reshape(k.shape)
-        counts = np.bincount(
-            (rows * BANKS + banks)[distinct], minlength=warps * BANKS
-        ).reshape(warps, BANKS)
+        counts = np.bincount((rows * BANKS + banks)[distinct], minlength=warps * BANKS).reshape(warps, BANKS)
         phase_ways = counts.max(axis=1)
         ways = np.maximum(ways, phase_ways)
         wavefronts += phase_ways

@@ -123,3 +123,17 @@ template <class... P> inline KernelRegistrar<P...> make_registrar(const char* na
 }
 
 }  // namespace vf
+
+namespace vf {
+// `extern __shared__ T name[];` at namespace scope becomes one of these: it behaves like the
+// array (indexing, decay to T*, explicit casts to other pointer types) and always refers to the
+// dynamic shared memory of the block the calling thread belongs to.
+template <class T> struct DynamicShared {
+    T* get() const { return static_cast<T*>(dynamic_shared()); }
+    operator T*() const { return get(); }
+    template <class U> explicit operator U*() const { return reinterpret_cast<U*>(get()); }
+    T& operator[](long long i) const { return get()[i]; }
+    T* operator+(long long i) const { return get() + i; }
+    T& operator*() const { return *get(); }
+};
+}  // namespace vf

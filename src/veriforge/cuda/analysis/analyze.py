@@ -1,0 +1,215 @@
+"""``analyze()``: parse, walk the kernel for one launch, aggregate into an :class:`AnalysisReport`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from veriforge.cuda.analysis import walk as _walk
+from veriforge.cuda.analysis.launch import build_lanes, dim3
+from veriforge.cuda.analysis.parse import find_kernel, parse_source
+from veriforge.cuda.analysis.report import AnalysisReport, GlobalAccess
+from veriforge.cuda.analysis.resources import instantiation, launch_occupancy, ptxas_resources
+
+
+def analyze(
+    source: str,
+    kernel: str,
+    grid: int | tuple[int, ...],
+    block: int | tuple[int, ...],
+    params: Mapping[str, Any] | None = None,
+    arch: str = "sm_90",
+    defines: Mapping[str, Any] | None = None,
+    dynamic_smem: int = 0,
+    use_nvcc: bool = True,
+    template_args: Mapping[str, Any] | None = None,
+) -> AnalysisReport:
+    """Statically analyse ``kernel`` in ``source`` for one launch ``<<<grid, block, dynamic_smem>>>``.
+
+    ``params`` gives values to the kernel's scalar parameters (pointer parameters are
+    allocations); ``defines`` acts like ``-D`` (also passed to nvcc); ``template_args`` gives
+    template parameters of a template kernel (numbers, or type names such as ``"float"``).
+    With ``use_nvcc`` and an available nvcc, ptxas resources and the theoretical occupancy are
+    added. Raises :class:`KernelNotFoundError` for a missing kernel and ``LaunchConfigError``
+    for an invalid launch; everything else that cannot be determined is reported in
+    ``unknowns``.
+    """
+    started = time.perf_counter()
+    g = dim3(grid, "grid")
+    b = dim3(block, "block")
+    parsed = parse_source(source)
+    kdef = find_kernel(parsed, kernel)
+    lanes = build_lanes(g, b)
+    w = _walk.Walker(
+        parsed, kdef, lanes, dict(params or {}), dict(template_args or {}), dict(defines) if defines else None
+    )
+    w.run()
+    rep = AnalysisReport(kernel=kernel, arch=arch, grid=g, block=b, dynamic_smem=int(dynamic_smem))
+    rep.sampling = lanes.describe() | {
+        "loop_iterations": f"all when <= {_walk.EXACT_TRIPS}, else first, middle (weighted) and last"
+    }
+    for line in parsed.parse_errors:
+        rep.unknowns.append(f"line {line}: tree-sitter could not parse part of this line; it was skipped")
+    rep.unknowns.extend(w.unknowns)
+    rep.global_accesses = sorted((a.result() for a in w.global_acc.values()), key=lambda a: (a.line, a.kind))
+    rep.shared_accesses = sorted((a.result() for a in w.shared_acc.values()), key=lambda a: (a.line, a.kind))
+    rep.branches = sorted((a.result() for a in w.branch_acc.values()), key=lambda x: x.line)
+    rep.barriers = sorted((a.result() for a in w.barrier_acc.values()), key=lambda x: x.line)
+    rep.loops = sorted((a.result() for a in w.loop_acc.values()), key=lambda x: x.line)
+    for a in rep.global_accesses:
+        if a.unknown:
+            rep.unknowns.append(f"line {a.line}: global {a.kind} `{a.text}`: {a.unknown}")
+    for s in rep.shared_accesses:
+        if s.unknown:
+            rep.unknowns.append(f"line {s.line}: shared {s.kind} `{s.text}`: {s.unknown}")
+    for br in rep.branches:
+        if br.unknown:
+            rep.unknowns.append(f"line {br.line}: divergence of `{br.condition}`: {br.unknown}")
+    for lp in rep.loops:
+        if lp.unknown:
+            rep.unknowns.append(f"line {lp.line}: loop trip count: {lp.unknown}")
+
+    _totals(rep, w)
+    rep.traits = _traits(rep, w, kdef)
+    inst = instantiation(kdef, dict(template_args or {}))
+    if kdef.template and inst is None:
+        rep.unknowns.append("template arguments incomplete: nvcc would not instantiate the kernel")
+    resources, why = ptxas_resources(source + (inst or ""), kernel, arch, dict(defines) if defines else None, use_nvcc)
+    rep.resources = resources
+    if why:
+        rep.unknowns.append(why)
+    threads = b[0] * b[1] * b[2]
+    occ, why = launch_occupancy(
+        arch, threads, resources, int(dynamic_smem), int(resources.get("barriers") or 1) if resources else 1
+    )
+    rep.occupancy = occ
+    if why:
+        rep.unknowns.append(why)
+    rep.features = _features(rep)
+    rep.duration_s = time.perf_counter() - started
+    return rep
+
+
+def _totals(rep: AnalysisReport, w: _walk.Walker) -> None:
+    if w.flops_unknown:
+        rep.flops = None
+        rep.unknowns.append(f"FLOPs unknown: {w.flops_unknown[0]}")
+    else:
+        rep.flops = w.flops
+    missing = [a for a in rep.global_accesses if a.bytes is None]
+    if missing:
+        a = missing[0]
+        rep.unknowns.append(f"global bytes unknown: line {a.line} `{a.text}`: {a.unknown or 'request count unknown'}")
+    else:
+        rep.global_bytes = float(sum(a.bytes or 0.0 for a in rep.global_accesses))
+        rep.global_useful_bytes = float(sum(a.useful_bytes or 0.0 for a in rep.global_accesses))
+    if rep.flops is not None and rep.global_bytes:
+        rep.arithmetic_intensity = rep.flops / rep.global_bytes
+    elif rep.flops is not None and rep.global_bytes == 0:
+        rep.unknowns.append("arithmetic intensity undefined: the kernel moves no global memory")
+
+
+def _traits(rep: AnalysisReport, w: _walk.Walker, kdef: Any) -> dict[str, Any]:
+    vec = sorted({a.elem_bytes for a in rep.global_accesses if a.vector_width > 1 and a.elem_bytes})
+    vec_shared = sorted(
+        {s.elem_bytes for s in rep.shared_accesses if s.elem_bytes and s.elem_bytes >= 8 and s.unknown is None}
+    )
+    unrolled = [lp for lp in rep.loops if lp.unrolled is True or (type(lp.unrolled) is int and lp.unrolled > 1)]
+    static_bytes = 0
+    static_known = True
+    arrays = []
+    for d in w.shared_decls.values():
+        arrays.append({"name": d.name, "bytes": d.bytes, "dynamic": d.dynamic, "line": d.line})
+        if not d.dynamic:
+            if d.bytes is None:
+                static_known = False
+            else:
+                static_bytes += d.bytes
+    pointer_params = [p for p in kdef.params if p.is_pointer]
+    atom_spaces: dict[str, int] = {}
+    for space in w.atomic_spaces.values():
+        atom_spaces[str(space)] = atom_spaces.get(str(space), 0) + 1
+    return {
+        "vectorized": bool(vec),
+        "vector_widths": vec,
+        "shared_vector_widths": vec_shared,
+        "unrolled": bool(unrolled),
+        "unrolled_loops": [{"line": lp.line, "unroll": lp.unrolled} for lp in unrolled],
+        "restrict": bool(pointer_params) and all(p.restrict for p in pointer_params),
+        "restrict_params": [p.name for p in pointer_params if p.restrict],
+        "read_only": bool(w.ldg_sites) or any(a.read_only for a in rep.global_accesses),
+        "ldg": len(w.ldg_sites),
+        "const_restrict_params": [p.name for p in pointer_params if p.const and p.restrict],
+        "shared_mem": {"static_bytes": static_bytes if static_known else None, "arrays": arrays},
+        "shared_mem_static_bytes": static_bytes if static_known else None,
+        "uses_dynamic_smem": any(d.dynamic for d in w.shared_decls.values()),
+        "dynamic_smem_bytes": rep.dynamic_smem,
+        "atomics": {"count": sum(w.atomics.values()), "kinds": dict(w.atomics), "spaces": atom_spaces},
+        "warp_primitives": sorted(w.warp_primitives),
+        "cooperative_groups": w.cooperative_groups,
+        "barriers": len(rep.barriers),
+        "barriers_under_thread_dependent_condition": sum(b.under_thread_dependent_condition for b in rep.barriers),
+        "constant_memory": sorted(w.constant_arrays),
+        "launch_bounds": kdef.launch_bounds,
+        "device_functions_inlined": sorted(w.called_functions),
+        "fp64_flops": w.flops_fp64 or 0.0,
+    }
+
+
+def _ratio_feature(accs: list[GlobalAccess], kind: str) -> tuple[float | None, float | None]:
+    sel = [a for a in accs if a.kind == kind]
+    if not sel or any(a.requests is None or a.sectors_per_request is None for a in sel):
+        return None, None
+    req = sum(a.requests or 0.0 for a in sel)
+    if req == 0:
+        return None, None
+    sectors = sum((a.requests or 0.0) * (a.sectors_per_request or 0.0) for a in sel)
+    useful = sum(a.useful_bytes or 0.0 for a in sel)
+    return sectors / req, (useful / (sectors * 32) if sectors else None)
+
+
+def _features(rep: AnalysisReport) -> dict[str, float]:
+    f: dict[str, float] = {}
+    spr, eff = _ratio_feature(rep.global_accesses, "load")
+    if spr is not None:
+        f["global_load_sectors_per_request"] = spr
+        if eff is not None:
+            f["global_load_efficiency"] = min(1.0, eff)
+    spr, eff = _ratio_feature(rep.global_accesses, "store")
+    if spr is not None:
+        f["global_store_sectors_per_request"] = spr
+        if eff is not None:
+            f["global_store_efficiency"] = min(1.0, eff)
+    for kind, name in (("load", "shared_load_bank_conflict_ways"), ("store", "shared_store_bank_conflict_ways")):
+        sel = [s for s in rep.shared_accesses if s.kind == kind]
+        if sel and all(s.requests is not None and s.wavefronts_per_request is not None for s in sel):
+            req = sum(s.requests or 0.0 for s in sel)
+            if req:
+                f[name] = sum((s.requests or 0.0) * (s.wavefronts_per_request or 0.0) for s in sel) / req
+    if rep.flops is not None:
+        f["flops"] = rep.flops
+    if rep.arithmetic_intensity is not None:
+        f["arithmetic_intensity"] = rep.arithmetic_intensity
+    f["barriers"] = float(len(rep.barriers))
+    if all(b.divergent is not None for b in rep.branches):
+        f["divergent_branches"] = float(sum(1 for b in rep.branches if b.divergent))
+    f["shared_mem_dynamic_bytes"] = float(rep.dynamic_smem)
+    if rep.resources is not None:
+        f["registers_per_thread"] = float(rep.resources["registers"])
+        f["shared_mem_static_bytes"] = float(rep.resources["smem_static"])
+        f["spill_bytes"] = float(rep.resources["spill_stores"] + rep.resources["spill_loads"])
+    elif rep.traits.get("shared_mem_static_bytes") is not None:
+        f["shared_mem_static_bytes"] = float(rep.traits["shared_mem_static_bytes"])
+    if rep.occupancy is not None:
+        o = rep.occupancy
+        f["theoretical_occupancy"] = float(o["occupancy"])
+        for key, name in (
+            ("blocks_limit_regs", "occupancy_limit_registers"),
+            ("blocks_limit_smem", "occupancy_limit_shared_mem"),
+            ("blocks_limit_warps", "occupancy_limit_warps"),
+            ("blocks_limit_blocks", "occupancy_limit_blocks"),
+        ):
+            if o.get(key) is not None:
+                f[name] = float(o[key])
+    return f

@@ -1,0 +1,94 @@
+"""Per-kernel resources from ptxas and the theoretical occupancy of the launch.
+
+Registers decide occupancy more often than anything else, and only the compiler knows them, so
+they come from ``ptxas -v`` through :mod:`veriforge.cuda.toolchain` when nvcc is available (the
+result is cached by content hash). Without nvcc the resources and the occupancy are reported as
+unknown with the reason — a register estimate would be a guess.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from veriforge.errors import VeriforgeError
+
+
+def instantiation(kdef: Any, template_args: dict[str, Any]) -> str | None:
+    """An explicit instantiation of a template kernel, so ptxas compiles it (None: not a template).
+
+    A template kernel that the file never instantiates produces no code and no ptxas report; the
+    analysis already has the template arguments, so it appends
+    ``template __global__ void k<16>(params);`` to the source it hands to nvcc.
+    """
+    if not kdef.template:
+        return None
+    args = []
+    for tp in kdef.template:
+        value = template_args.get(tp.name, tp.default)
+        if value is None:
+            return None
+        args.append(str(value))
+    decl = kdef.node.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    plist = decl.child_by_field_name("parameters") if decl is not None else None
+    params = plist.text.decode() if plist is not None else "()"
+    return f"\ntemplate __global__ void {kdef.name}<{', '.join(args)}>{params};\n"
+
+
+def ptxas_resources(
+    source: str, kernel: str, arch: str, defines: dict[str, Any] | None, use_nvcc: bool
+) -> tuple[dict[str, Any] | None, str | None]:
+    """(resources dict, None) or (None, reason)."""
+    if not use_nvcc:
+        return None, "resources not computed: use_nvcc=False"
+    from veriforge.cuda import toolchain
+    from veriforge.errors import ToolchainNotFoundError
+
+    try:
+        result = toolchain.compile(source, arch=arch, defines=defines)
+    except ToolchainNotFoundError as exc:
+        return None, f"resources unknown: nvcc not available ({exc})"
+    except VeriforgeError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return None, f"resources unknown: nvcc failed to compile the source: {first}"
+    try:
+        res = result.kernel(kernel)
+    except KeyError as exc:
+        hint = " (a template kernel appears only when the source instantiates it)" if result.resources else ""
+        return None, f"resources unknown: ptxas reported no kernel {kernel!r}{hint}: {exc.args[0]}"
+    return {
+        "registers": res.registers,
+        "smem_static": res.smem_static_bytes,
+        "stack_frame": res.stack_frame_bytes,
+        "spill_stores": res.spill_store_bytes,
+        "spill_loads": res.spill_load_bytes,
+        "spills": res.spills,
+        "barriers": res.barriers,
+        "max_registers": res.max_registers,
+        "cmem": {str(k): v for k, v in res.cmem.items()},
+        "arch": res.arch,
+        "source": "ptxas",
+        "cached": result.cached,
+    }, None
+
+
+def launch_occupancy(
+    arch: str, block_threads: int, resources: dict[str, Any] | None, dynamic_smem: int, barriers: int
+) -> tuple[dict[str, Any] | None, str | None]:
+    if resources is None:
+        return None, "occupancy unknown: registers per thread are unknown without ptxas"
+    from veriforge.cuda.occupancy import theoretical
+
+    try:
+        occ = theoretical(
+            arch,
+            block_threads,
+            resources["registers"],
+            resources["smem_static"],
+            dynamic_smem,
+            num_block_barriers=max(1, barriers),
+        )
+    except VeriforgeError as exc:
+        return None, f"occupancy unknown: {exc}"
+    return occ.to_dict(), None

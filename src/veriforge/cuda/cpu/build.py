@@ -1,0 +1,302 @@
+"""Building the CPU runtime and user programs with the system C++ compiler.
+
+The runtime's C++ sources ship inside the package (``runtime/``) and are compiled on first use
+into ``cache_dir("cpu-runtime")/<key>``, where the key hashes the sources, the compiler's
+version, the flags and the CUDA header directory - so upgrading any of them rebuilds, and
+nothing else ever does. The same directory holds a precompiled header of the force-included
+``vf_cuda.h`` (it pulls in most of the standard library and CUDA's host headers; precompiling
+it roughly halves the time to compile a small kernel) and the compiled user executables, keyed
+by the hash of their final source. Every artefact is written to a temporary name and renamed
+into place, so concurrent processes sharing a cache never see half-written files.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from veriforge.core.paths import cache_dir
+from veriforge.errors import ToolchainNotFoundError, UnsupportedFeatureError
+
+from .errors import CompileError, Diagnostic
+
+__all__ = [
+    "BuiltRuntime",
+    "HostCompiler",
+    "build_executable",
+    "find_cuda_include",
+    "host_compiler",
+    "runtime",
+]
+
+RUNTIME_SRC = Path(__file__).parent / "runtime"
+_OBJECTS = ("scheduler", "host_api", "worker_main")
+_BASE_FLAGS = ["-std=c++20", "-pthread", "-fno-strict-aliasing", "-fdiagnostics-plain-output",
+               "-fno-diagnostics-show-caret"]
+_FAST_FLAGS = ["-O2", "-g1"]
+_ASAN_FLAGS = ["-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer"]
+SHIM_FILE = "<veriforge-launch-shims>"
+
+
+@dataclass(frozen=True)
+class HostCompiler:
+    path: str
+    version: str
+
+
+@functools.cache
+def _compiler_at(path: str) -> HostCompiler:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ToolchainNotFoundError(f"C++ compiler {path!r} does not run: {exc}") from exc
+    return HostCompiler(path=path, version=out.stdout.splitlines()[0] if out.stdout else path)
+
+
+def host_compiler() -> HostCompiler:
+    """The C++20 compiler used for the runtime and user code: $CXX, else g++, c++, clang++."""
+    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if name:
+            path = shutil.which(name)
+            if path:
+                return _compiler_at(path)
+    raise ToolchainNotFoundError(
+        "the CPU CUDA runtime needs a C++20 compiler (g++ >= 11 or clang++); none was found on PATH "
+        "(install g++ or set CXX)"
+    )
+
+
+def find_cuda_include() -> Path | None:
+    """A directory with CUDA's host headers (cuda_runtime.h, vector_types.h, cuda_fp16.h), or None.
+
+    Looked up in $CUDA_HOME / $CUDA_PATH, next to an ``nvcc`` on PATH, /usr/local/cuda, and in
+    PyPI's ``nvidia-cuda-runtime`` wheel. ``VERIFORGE_CPU_CUDA_HEADERS=0`` forces the runtime's
+    own minimal definitions (no __half / __nv_bfloat16 then).
+    """
+    if os.environ.get("VERIFORGE_CPU_CUDA_HEADERS", "").strip().lower() in ("0", "no", "false", "off"):
+        return None
+    candidates: list[Path] = []
+    for var in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
+        if os.environ.get(var):
+            candidates.append(Path(os.environ[var]) / "include")
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(Path(nvcc).resolve().parent.parent / "include")
+    candidates.append(Path("/usr/local/cuda/include"))
+    for sp in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *sys.path}:
+        base = Path(sp) / "nvidia"
+        candidates += [base / "cuda_runtime" / "include", base / "cu13" / "include", base / "cu12" / "include"]
+    for c in candidates:
+        if (c / "cuda_runtime.h").is_file() and (c / "vector_types.h").is_file():
+            return c.resolve()
+    return None
+
+
+def _runtime_files() -> list[Path]:
+    return sorted(p for p in RUNTIME_SRC.rglob("*") if p.is_file() and p.suffix in (".h", ".hpp", ".cpp", ".S"))
+
+
+@dataclass(frozen=True)
+class BuiltRuntime:
+    """A compiled copy of the runtime in the cache."""
+
+    root: Path
+    key: str
+    compiler: HostCompiler
+    cuda_include: Path | None
+    sanitize: bool
+
+    @property
+    def flags(self) -> list[str]:
+        flags = [*_BASE_FLAGS, *(_ASAN_FLAGS if self.sanitize else _FAST_FLAGS), f"-I{self.root}",
+                 f"-I{self.root / 'include'}"]
+        if self.cuda_include is not None:
+            flags += ["-DVF_HAVE_CUDA_HEADERS", "-isystem", str(self.cuda_include)]
+        return flags
+
+    def objects(self, kind: str) -> list[str]:
+        names = ["scheduler", "host_api", "fiber"] + (["worker_main"] if kind == "module" else [])
+        return [str(self.root / f"{n}.o") for n in names]
+
+    def scrub(self, text: str) -> str:
+        """Hide runtime-internal paths from messages shown to users."""
+        return text.replace(str(self.root) + "/", "<veriforge-runtime>/").replace(str(self.root), "<veriforge-runtime>")
+
+
+_runtimes: dict[tuple, BuiltRuntime] = {}
+
+
+def runtime(sanitize: bool = False) -> BuiltRuntime:
+    """The compiled runtime for this compiler / CUDA headers / mode, building it if needed."""
+    compiler = host_compiler()
+    cuda_include = find_cuda_include()
+    h = hashlib.sha256()
+    for f in _runtime_files():
+        h.update(str(f.relative_to(RUNTIME_SRC)).encode())
+        h.update(f.read_bytes())
+    h.update(compiler.version.encode())
+    h.update(compiler.path.encode())
+    h.update(str(cuda_include).encode())
+    h.update(repr((_BASE_FLAGS, _FAST_FLAGS, _ASAN_FLAGS, sanitize)).encode())
+    key = h.hexdigest()[:20]
+    root = cache_dir("cpu-runtime") / (key + ("-asan" if sanitize else ""))
+    memo = (str(root),)
+    if memo in _runtimes and (root / "READY").exists():
+        return _runtimes[memo]
+    rt = BuiltRuntime(root=root, key=key, compiler=compiler, cuda_include=cuda_include, sanitize=sanitize)
+    if not (root / "READY").exists():
+        _build_runtime(rt)
+    _runtimes[memo] = rt
+    return rt
+
+
+def _build_runtime(rt: BuiltRuntime) -> None:
+    rt.root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=rt.root.name + ".tmp-", dir=rt.root.parent))
+    try:
+        shutil.copytree(RUNTIME_SRC, tmp, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.gch", "*.o"))
+        staged = BuiltRuntime(root=tmp, key=rt.key, compiler=rt.compiler, cuda_include=rt.cuda_include,
+                              sanitize=rt.sanitize)
+        jobs: list[tuple[list[str], str]] = []
+        for name in _OBJECTS:
+            jobs.append(([rt.compiler.path, *staged.flags, "-c", f"{name}.cpp", "-o", f"{name}.o"], name))
+        jobs.append(([rt.compiler.path, "-c", "fiber_x86_64.S", "-o", "fiber.o"], "fiber"))
+        if not rt.sanitize:
+            # Precompiled force-include header: only valid with exactly these flags.
+            jobs.append(([rt.compiler.path, *staged.flags, "-x", "c++-header", "vf_cuda.h", "-o", "vf_cuda.h.gch"],
+                         "precompiled header"))
+        procs = [(subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), what)
+                 for cmd, what in jobs]
+        failures = []
+        for proc, what in procs:
+            out, _ = proc.communicate(timeout=600)
+            if proc.returncode != 0:
+                failures.append(f"{what}:\n{out}")
+        if failures:
+            raise ToolchainNotFoundError(
+                f"building the CPU runtime with {rt.compiler.version} failed (a C++20 compiler is required):\n"
+                + staged.scrub("\n".join(failures))[-4000:]
+            )
+        (tmp / "READY").write_text(rt.compiler.version + "\n")
+        try:
+            os.replace(tmp, rt.root)  # atomic publish; loses harmlessly to a concurrent builder
+        except OSError:
+            if not (rt.root / "READY").exists():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---- user executables -------------------------------------------------------------------------
+
+_DIAG = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<sev>fatal error|error|warning|note): "
+                   r"(?P<msg>.*)$", re.M)
+_INCLUDED_FROM = re.compile(r"^(?:In file included from|\s+from) (?P<file>[^:\n]+?):(?P<line>\d+)[:,]", re.M)
+_UNDEFINED = re.compile(r"undefined reference to `([^'`]+)'")
+
+
+def parse_diagnostics(log: str, user_file: str) -> list[Diagnostic]:
+    """Compiler errors mapped to the user's file and line.
+
+    An error inside a runtime header is attributed to the user line that led there (the
+    ``required from here`` instantiation note or the ``#include`` line), never shown as if the
+    runtime's internals were the user's code.
+    """
+    diags: list[Diagnostic] = []
+    pending: Diagnostic | None = None
+    include_site: tuple[int, int] | None = None
+    for raw in log.splitlines():
+        inc = _INCLUDED_FROM.match(raw)
+        if inc and Path(inc.group("file")).name == user_file:
+            include_site = (int(inc.group("line")), 0)
+            continue
+        m = _DIAG.match(raw)
+        if not m:
+            continue
+        file, sev, msg = m.group("file"), m.group("sev"), m.group("msg").strip()
+        line, col = int(m.group("line")), int(m.group("col") or 0)
+        is_user = Path(file).name == user_file
+        if sev in ("error", "fatal error"):
+            if pending is not None:
+                diags.append(pending)
+            if is_user:
+                diags.append(Diagnostic(file=user_file, line=line, column=col, severity="error", message=msg))
+                pending = None
+            else:
+                where = include_site or (0, 0)
+                pending = Diagnostic(file=user_file, line=where[0], column=where[1], severity="error", message=msg)
+            include_site = None
+        elif sev == "note" and pending is not None and is_user and "required from" in msg:
+            pending = Diagnostic(file=user_file, line=line, column=col, severity="error", message=pending.message)
+        elif sev == "warning" and is_user:
+            diags.append(Diagnostic(file=user_file, line=line, column=col, severity="warning", message=msg))
+    if pending is not None:
+        diags.append(pending)
+    return diags
+
+
+def _raise_for_build_failure(rt: BuiltRuntime, log: str, user_file: str, source: str) -> None:
+    log = rt.scrub(log)
+    undefined = sorted(set(_UNDEFINED.findall(log)))
+    cuda_missing = [u for u in undefined if re.match(r"(cuda|cu[A-Z]|cublas|cufft|curand|cusparse|nvrtc)", u)]
+    if cuda_missing:
+        raise UnsupportedFeatureError(
+            "CUDA API function(s) not supported by the CPU runtime: " + ", ".join(cuda_missing[:8])
+        )
+    diags = [d for d in parse_diagnostics(log, user_file) if d.severity == "error"]
+    for d in diags:
+        if "not supported on the CPU" in d.message or "needs CUDA's headers" in d.message:
+            raise UnsupportedFeatureError(f"{d.message.strip(chr(34))} ({user_file}:{d.line})")
+    if undefined and not diags:
+        raise CompileError(f"link error: undefined reference to {', '.join(undefined[:5])}", [], log)
+    if not diags:
+        raise CompileError(f"compiling {user_file} failed:\n{log[-2000:]}", [], log)
+    lines = source.splitlines()
+    first = diags[0]
+    code = lines[first.line - 1].strip() if 0 < first.line <= len(lines) else ""
+    more = f" (and {len(diags) - 1} more error(s))" if len(diags) > 1 else ""
+    text = f"{first.file}:{first.line}:{first.column}: error: {first.message}{more}"
+    if code:
+        text += f"\n    {first.line} | {code}"
+    raise CompileError(text, diags, log)
+
+
+def build_executable(rt: BuiltRuntime, text: str, *, kind: str, user_file: str, user_source: str,
+                     timeout: float = 600.0) -> Path:
+    """Compile and link ``text`` (already rewritten, with its #line preamble) into an executable.
+
+    ``kind`` is ``"module"`` (linked with the kernel server) or ``"program"`` (the user's main).
+    Cached by content: the same text with the same runtime is compiled once.
+    """
+    key = hashlib.sha256(f"{rt.key}|{rt.sanitize}|{kind}|{user_file}\n{text}".encode()).hexdigest()[:24]
+    out_dir = rt.root / "bin"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    exe = out_dir / f"{kind}-{key}"
+    if exe.exists():
+        return exe
+    tmp = Path(tempfile.mkdtemp(prefix=f"{kind}-{key}.tmp-", dir=out_dir))
+    try:
+        (tmp / "src.cpp").write_text(text)
+        cmd = [rt.compiler.path, *rt.flags, "-x", "c++", "-include", str(rt.root / "vf_cuda.h"), "src.cpp",
+               "-x", "none", *rt.objects(kind), "-o", "a.out", "-ldl"]
+        try:
+            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise CompileError(f"compiling {user_file} took longer than {timeout:.0f} s", [], "") from exc
+        if proc.returncode != 0:
+            _raise_for_build_failure(rt, proc.stdout + proc.stderr, user_file, user_source)
+        os.replace(tmp / "a.out", exe)
+        return exe
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

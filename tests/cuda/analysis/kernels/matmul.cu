@@ -1,0 +1,35 @@
+#ifndef TILE
+#define TILE 16
+#endif
+
+__global__ void matmul_naive(const float* A, const float* B, float* C, int N) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < N && col < N) {
+        float sum = 0.0f;
+        for (int k = 0; k < N; ++k) {
+            sum += A[row * N + k] * B[k * N + col];
+        }
+        C[row * N + col] = sum;
+    }
+}
+
+__global__ void matmul_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int N) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty;
+    int col = blockIdx.x * TILE + tx;
+    float sum = 0.0f;
+    for (int t = 0; t < N / TILE; ++t) {
+        As[ty][tx] = A[row * N + t * TILE + tx];
+        Bs[ty][tx] = B[(t * TILE + ty) * N + col];
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < TILE; ++k) {
+            sum += As[ty][k] * Bs[k][tx];
+        }
+        __syncthreads();
+    }
+    C[row * N + col] = sum;
+}
