@@ -329,6 +329,14 @@ __global__ void bitonic_sort_block(int* data) {
     d[t] = s[t];
 }
 
+// Deliberately racy: the barrier between the shared-memory write and the mirrored read is missing.
+__global__ void reverse_missing_sync(int* d) {
+    __shared__ int s[256];
+    int* base = d + blockIdx.x * blockDim.x;
+    s[threadIdx.x] = base[threadIdx.x];
+    base[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];
+}
+
 #define RADIUS 3
 __global__ void stencil1d(const float* in, float* out, const float* w, int n) {
     __shared__ float tile[256 + 2 * RADIUS];
@@ -762,3 +770,51 @@ def test_bfloat16_scale(precision):
     precision.launch("bf16_scale", _blocks(n, 128), 128, [xb, yb, 1.5, n])
     expected = _to_bf16_bits(_from_bf16_bits(xb) * np.float32(1.5))
     np.testing.assert_array_equal(yb, expected)
+
+
+# --------------------------------------------------------------------------------------------------
+# Race probe on realistic kernels: no false alarms on correct code, an alarm on a missing barrier
+# --------------------------------------------------------------------------------------------------
+
+
+def _race_cases():
+    rng = np.random.default_rng(18)
+    m, n, k = 33, 40, 50
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    x = rng.standard_normal(5000).astype(np.float32)
+    w = rng.standard_normal(7).astype(np.float32)
+    t = rng.standard_normal((45, 70), dtype=np.float32)
+    rows = (rng.standard_normal((8, 200)) * 2).astype(np.float32)
+    ints = rng.integers(-100, 100, 1000).astype(np.int32)
+    data = rng.integers(0, 256, 20_000).astype(np.uint8)
+    return {
+        "matmul_tiled": ("shared", (3, 3), (16, 16), [a, b, np.zeros((m, n), np.float32), m, n, k], 0),
+        "transpose_padded": ("shared", (3, 2), (32, 8), [np.zeros((70, 45), np.float32), t, 70, 45], 0),
+        "stencil1d": ("shared", 20, 256, [x, np.zeros_like(x), w, x.size], 0),
+        "layernorm_rows": ("shared", 8, 64, [rows, np.ones(200, np.float32), np.zeros(200, np.float32),
+                                             np.zeros_like(rows), 200, 1e-5], 64 * 4),
+        "bitonic_sort_block": ("shared", 2, 256, [rng.integers(0, 1000, 512).astype(np.int32)], 256 * 4),
+        "block_scan": ("reductions", 4, 256, [ints, np.zeros_like(ints), ints.size], 0),
+        "histogram256": ("reductions", 8, 128, [data, np.zeros(256, np.uint32), data.size], 0),
+        "reduce<128>": ("reductions", 6, 128, [x, np.zeros(6, np.float32), x.size], 0),
+    }
+
+
+@pytest.mark.parametrize("kernel", list(_race_cases()))
+def test_race_probe_accepts_correct_kernels(request, kernel):
+    module_name, grid, block, args, smem = _race_cases()[kernel]
+    mod = request.getfixturevalue(module_name)
+    if not hasattr(mod, "race_check"):
+        pytest.skip("this runtime has no race_check")
+    report = mod.race_check(kernel, grid, block, args, shared_mem=smem, rtol=1e-5, atol=1e-5)
+    assert report.ok, str(report)
+
+
+def test_race_probe_flags_missing_barrier(shared):
+    if not hasattr(shared, "race_check"):
+        pytest.skip("this runtime has no race_check")
+    d = np.arange(4 * 256, dtype=np.int32)
+    report = shared.race_check("reverse_missing_sync", 4, 256, [d])
+    assert not report.ok
+    np.testing.assert_array_equal(d, np.arange(4 * 256))  # the caller's array is left alone

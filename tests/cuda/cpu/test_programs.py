@@ -43,6 +43,7 @@ def test_corpus_is_broad():
         assert "int main" in text, path.name
 
 
+@pytest.mark.slow  # each program is a separate g++ build of a whole translation unit
 @pytest.mark.parametrize("path", PROGRAMS, ids=[p.stem for p in PROGRAMS])
 def test_program_passes_on_cpu_runtime(cpu, path):
     res = cpu.run_program(path.read_text(), timeout=120.0)

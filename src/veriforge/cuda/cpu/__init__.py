@@ -51,7 +51,7 @@ __all__ = [
 _LAZY = {"KernelInfo", "LaunchResult", "Module", "Param", "RaceDifference", "RaceReport"}
 
 
-def compile(source: str, *, defines: dict | None = None, sanitize: bool = False,  # noqa: A001
+def compile(source: str, *, defines: dict | None = None, sanitize: bool = False,
             filename: str = "kernel.cu", timeout: float = 60.0) -> Module:
     """Compile CUDA C++ for the CPU runtime (see :func:`veriforge.cuda.cpu.module.compile`)."""
     from .module import compile as _compile

@@ -203,6 +203,7 @@ def _build_runtime(rt: BuiltRuntime) -> None:
 _DIAG = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<sev>fatal error|error|warning|note): "
                    r"(?P<msg>.*)$", re.M)
 _INCLUDED_FROM = re.compile(r"^(?:In file included from|\s+from) (?P<file>[^:\n]+?):(?P<line>\d+)[:,]", re.M)
+_REQUIRED = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+):(?P<col>\d+):\s+required (?:from|by)", re.M)
 _UNDEFINED = re.compile(r"undefined reference to `([^'`]+)'")
 
 
@@ -220,6 +221,14 @@ def parse_diagnostics(log: str, user_file: str) -> list[Diagnostic]:
         inc = _INCLUDED_FROM.match(raw)
         if inc and Path(inc.group("file")).name == user_file:
             include_site = (int(inc.group("line")), 0)
+            continue
+        req = _REQUIRED.match(raw)
+        if req:
+            if Path(req.group("file")).name == user_file:
+                include_site = (int(req.group("line")), int(req.group("col")))
+                if pending is not None and pending.line == 0:
+                    pending = Diagnostic(file=user_file, line=include_site[0], column=include_site[1],
+                                         severity="error", message=pending.message)
             continue
         m = _DIAG.match(raw)
         if not m:

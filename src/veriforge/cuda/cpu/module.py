@@ -107,7 +107,7 @@ _VEC_FMT = {"char": "b", "uchar": "B", "short": "h", "ushort": "H", "int": "i", 
 
 def _dims(value: Any, what: str) -> tuple[int, int, int]:
     if hasattr(value, "x"):
-        dims = [getattr(value, "x"), getattr(value, "y", 1), getattr(value, "z", 1)]
+        dims = [value.x, getattr(value, "y", 1), getattr(value, "z", 1)]
     elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         dims = [int(value), 1, 1]
     elif isinstance(value, (tuple, list)) and 1 <= len(value) <= 3:
@@ -540,7 +540,7 @@ def _crash_message(kernel: str, exc: ServerCrashed, filename: str, sanitize: boo
     return f"kernel '{kernel}' crashed{hint}: {report[-3000:] or 'no output'}"
 
 
-def compile(source: str, *, defines: Mapping[str, Any] | None = None, sanitize: bool = False,  # noqa: A001
+def compile(source: str, *, defines: Mapping[str, Any] | None = None, sanitize: bool = False,
             filename: str = "kernel.cu", timeout: float = 60.0) -> Module:
     """Compile CUDA C++ for the CPU runtime. Raises CompileError / UnsupportedFeatureError.
 

@@ -29,6 +29,7 @@
 #include "vf_core.h"
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #define VF_ASAN 1
 #else
@@ -107,6 +108,7 @@ const char* op_name(int op) {
         case kReduceAnd: return "__reduce_and_sync";
         case kReduceOr: return "__reduce_or_sync";
         case kReduceXor: return "__reduce_xor_sync";
+        case kActiveMask: return "__activemask";
         default: return "warp collective";
     }
 }
@@ -150,6 +152,7 @@ struct Worker {
     unsigned bar_arrived = 0;
     std::vector<Thread*> bar_waiters;
     unsigned warp_exited[kMaxBlockThreads / 32];
+    unsigned warp_groups[kMaxBlockThreads / 32];  // active collectives per warp (fast path: 0)
     WarpGroup groups[kMaxBlockThreads / 32][kMaxGroupsPerWarp];
     Thread* cur = nullptr;
     bool faulted = false;
@@ -286,6 +289,18 @@ inline unsigned existing_lanes(const Worker* w, unsigned warp) {
 }
 
 inline bool group_complete(const Worker* w, unsigned warp, const WarpGroup& g) {
+    if (g.op == kActiveMask) {
+        // Converged = every other live lane of the warp is parked (at a barrier or another
+        // collective) or gone; the lanes that reached this __activemask() together form the mask.
+        unsigned live = existing_lanes(w, warp) & ~w->warp_exited[warp] & ~g.arrived;
+        const Thread* base = &w->threads[warp * 32];
+        for (unsigned l = 0; l < 32; ++l)
+            if ((live >> l) & 1u) {
+                State s = base[l].state;
+                if (s != kAtBarrier && s != kAtWarpOp) return false;
+            }
+        return true;
+    }
     unsigned required = g.mask & existing_lanes(w, warp) & ~w->warp_exited[warp];
     return (g.arrived & required) == required;
 }
@@ -357,6 +372,7 @@ void complete_group(Worker* w, unsigned warp, WarpGroup& g, Thread* self) {
             case kAny: t.out = (ballot & g.mask) != 0; break;
             case kAll: t.out = (ballot & g.mask & arrived) == (g.mask & arrived); break;
             case kSyncWarp: t.out = 0; break;
+            case kActiveMask: t.out = arrived; break;
             case kMatchAny: {
                 unsigned m = 0;
                 for (unsigned k = 0; k < 32; ++k)
@@ -377,6 +393,7 @@ void complete_group(Worker* w, unsigned warp, WarpGroup& g, Thread* self) {
     }
     g.active = false;
     g.arrived = 0;
+    w->warp_groups[warp]--;
     if (w->reverse) {
         for (int l = 31; l >= 0; --l)
             if (has((unsigned)l) && &base[l] != self) push_runnable(w, &base[l]);
@@ -384,6 +401,13 @@ void complete_group(Worker* w, unsigned warp, WarpGroup& g, Thread* self) {
         for (unsigned l = 0; l < 32; ++l)
             if (has(l) && &base[l] != self) push_runnable(w, &base[l]);
     }
+}
+
+// A lane of `warp` just parked: an __activemask() of that warp may now be resolvable.
+void check_activemask(Worker* w, unsigned warp) {
+    if (w->warp_groups[warp] == 0) return;
+    for (WarpGroup& g : w->groups[warp])
+        if (g.active && g.op == kActiveMask && group_complete(w, warp, g)) complete_group(w, warp, g, nullptr);
 }
 
 std::string thread_str(const Thread* t) {
@@ -401,6 +425,7 @@ void thread_exit(Worker* w, Thread* t) {
                            "(line %d): a barrier must be reached by every thread of the block",
                            thread_str(t).c_str(), w->bar_arrived, waiter->line));
     }
+    if (w->warp_groups[warp] == 0) return;
     for (WarpGroup& g : w->groups[warp])
         if (g.active && group_complete(w, warp, g)) complete_group(w, warp, g, nullptr);
 }
@@ -433,10 +458,53 @@ void fiber_main(void* arg) {
 }
 
 
-void block_current(Worker* w, Thread* t) {
-    leave_fiber(w, t->fiber);
-    // resumed by the scheduler, which has restored w->cur and threadIdx
+// The fiber to run next, with w->cur / threadIdx already set for a resumed thread: the first
+// runnable thread, else a free (or new) fiber that will start the next unstarted thread.
+// nullptr when only the scheduler can decide (block finished, deadlock, fault).
+Fiber* pick_next(Worker* w) {
+    if (w->faulted) return nullptr;
+    if (w->run_head < w->runnable.size()) {
+        Thread* t = w->runnable[w->run_head++];
+        if (w->run_head == w->runnable.size()) {
+            w->runnable.clear();
+            w->run_head = 0;
+        }
+        w->cur = t;
+        threadIdx = t->idx;
+        return t->fiber;
+    }
+    if (w->next < w->n) {
+        w->cur = nullptr;
+        if (!w->free_fibers.empty()) {
+            Fiber* f = w->free_fibers.back();
+            w->free_fibers.pop_back();
+            return f;
+        }
+        Fiber* f = new_fiber();
+        w->all_fibers.push_back(f);
+        return f;
+    }
+    return nullptr;
 }
+
+// Parks the calling thread and runs the next one directly (fiber to fiber, without a detour
+// through the scheduler's stack: one context switch per wait instead of two).
+void switch_to(Worker* w, Fiber* self, Fiber* next) {
+    if (!next) {
+        leave_fiber(w, self);
+        return;
+    }
+    if (next == self) return;  // this very thread is runnable again
+    if (next->fresh) init_fiber(next);
+#if VF_ASM_SWITCH
+    switch_stacks(&self->sp, next->sp, next->stack, next->size);
+#else
+    swapcontext(&self->uc, &next->uc);
+#endif
+    // resumed: whoever switched here has set w->cur and threadIdx for this thread
+}
+
+void block_current(Worker* w, Thread* t) { switch_to(w, t->fiber, pick_next(w)); }
 
 std::string describe_waits(Worker* w) {
     // Group waiting threads by (what, line) for a compact explanation.
@@ -488,30 +556,12 @@ bool run_block(Worker* w, uint3 bidx) {
     w->cur = nullptr;
     for (unsigned i = 0; i < w->nwarps; ++i) {
         w->warp_exited[i] = 0;
+        w->warp_groups[i] = 0;
         for (WarpGroup& g : w->groups[i]) g.active = false;
     }
     for (;;) {
         if (w->faulted) break;
-        if (w->run_head < w->runnable.size()) {
-            Thread* t = w->runnable[w->run_head++];
-            if (w->run_head == w->runnable.size()) {
-                w->runnable.clear();
-                w->run_head = 0;
-            }
-            w->cur = t;
-            threadIdx = t->idx;
-            enter_fiber(w, t->fiber);
-            continue;
-        }
-        if (w->next < w->n) {
-            Fiber* f;
-            if (!w->free_fibers.empty()) {
-                f = w->free_fibers.back();
-                w->free_fibers.pop_back();
-            } else {
-                f = new_fiber();
-                w->all_fibers.push_back(f);
-            }
+        if (Fiber* f = pick_next(w)) {
             enter_fiber(w, f);
             continue;
         }
@@ -740,6 +790,7 @@ void syncthreads(int line) {
     }
     t->state = kAtBarrier;
     w->bar_waiters.push_back(t);
+    check_activemask(w, t->linear >> 5);
     block_current(w, t);
 }
 
@@ -778,7 +829,7 @@ uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int wid
     WarpGroup* g = nullptr;
     WarpGroup* free_slot = nullptr;
     for (WarpGroup& cand : w->groups[warp]) {
-        if (cand.active && cand.mask == mask) {
+        if (cand.active && cand.mask == mask && (cand.op == kActiveMask) == (op == kActiveMask)) {
             g = &cand;
             break;
         }
@@ -793,6 +844,7 @@ uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int wid
             raise_fault(w, fmt("warp %u has too many concurrent warp collectives with different masks "
                                "(line %d)", warp, line));
         g = free_slot;
+        w->warp_groups[warp]++;
         g->active = true;
         g->op = op;
         g->mask = mask;
@@ -802,10 +854,12 @@ uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int wid
     if (g->arrived & bit)
         raise_fault(w, fmt("lane %u of warp %u entered %s (line %d) twice", lane, warp, op_name(op), line));
     g->arrived |= bit;
+    t->state = kAtWarpOp;
     if (group_complete(w, warp, *g)) {
+        t->state = kRunning;
         complete_group(w, warp, *g, t);
     } else {
-        t->state = kAtWarpOp;
+        check_activemask(w, warp);
         block_current(w, t);
     }
     if (pred) *pred = t->pred_out;
@@ -816,8 +870,7 @@ unsigned active_mask() {
     Worker* w = tl_worker;
     Thread* t = w ? w->cur : nullptr;
     if (!t) return 1u;
-    unsigned warp = t->linear >> 5;
-    return existing_lanes(w, warp) & ~w->warp_exited[warp];
+    return (unsigned)warp_collective(kActiveMask, 0xffffffffu, 0, 0, 32, t->line);
 }
 
 void yield_thread() {
@@ -826,8 +879,9 @@ void yield_thread() {
     if (!t) return;
     bool others = w->run_head < w->runnable.size() || w->next < w->n;
     if (!others) return;
+    Fiber* next = pick_next(w);  // before queueing ourselves, so someone else runs first
     push_runnable(w, t);
-    block_current(w, t);
+    switch_to(w, t->fiber, next);
 }
 
 void trap(const char* what, int line) {

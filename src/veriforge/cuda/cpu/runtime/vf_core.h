@@ -48,6 +48,7 @@ enum CollectiveOp : int {
     kShflIdx = 1, kShflUp, kShflDown, kShflXor, kBallot, kAny, kAll, kSyncWarp,
     kMatchAny, kMatchAll, kReduceAddU, kReduceAddI, kReduceMinU, kReduceMinI, kReduceMaxU,
     kReduceMaxI, kReduceAnd, kReduceOr, kReduceXor,
+    kActiveMask = 40,  // internal: __activemask() waits until its warp's other lanes are parked
 };
 // A warp-wide collective. `value` carries the lane's operand (up to 64 bits), `arg` the source
 // lane / delta / xor mask, `width` the shuffle segment width. Returns the lane's result; for

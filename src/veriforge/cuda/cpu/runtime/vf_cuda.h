@@ -48,7 +48,7 @@
 #define __host__
 #define __device__
 #define __global__
-#define __shared__ static thread_local
+#define __shared__ thread_local
 #define __constant__
 #define __managed__
 
@@ -83,3 +83,11 @@ static constexpr int warpSize = 32;
 #include "vf_atomics.h"
 #include "vf_warp.h"
 #include "vf_launch.h"
+
+// Pre-included (and so precompiled with this header) because kernels use them often; the user's
+// own #include of them is then free. Skipped under ASan, where no precompiled header is used.
+#if defined(VF_HAVE_CUDA_HEADERS) && !defined(__SANITIZE_ADDRESS__)
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#endif
+#include <cooperative_groups.h>

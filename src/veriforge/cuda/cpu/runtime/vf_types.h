@@ -16,7 +16,7 @@
 #define __global__
 #endif
 #ifndef __shared__
-#define __shared__ static thread_local
+#define __shared__ thread_local
 #endif
 #ifndef __constant__
 #define __constant__
@@ -24,7 +24,12 @@
 #ifndef __managed__
 #define __managed__
 #endif
+// The C API first, then the C++ overloads nvcc would declare (they must precede cuda_runtime.h,
+// whose occupancy templates call them), then the rest of cuda_runtime.h.
+#include <cuda_runtime_api.h>
+#include "vf_api_templates.h"
 #include <cuda_runtime.h>
 #else
 #include "vf_fallback_types.h"
+#include "vf_api_templates.h"
 #endif

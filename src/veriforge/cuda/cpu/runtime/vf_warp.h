@@ -4,16 +4,18 @@
 #pragma once
 
 namespace vf {
-template <class T> inline uint64_t to_bits(T v) {
-    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp shuffles move at most 8 bytes");
+// Byte copies rather than bit_cast: CUDA's host __half / __nv_bfloat16 classes are not trivially
+// copyable (user-provided copy operations) but are plain 2/4-byte values all the same.
+template <class T> inline uint64_t to_bits(const T& v) {
+    static_assert(sizeof(T) <= 8, "warp shuffles move at most 8 bytes");
     uint64_t b = 0;
-    std::memcpy(&b, &v, sizeof(T));
+    std::memcpy(&b, static_cast<const void*>(&v), sizeof(T));
     return b;
 }
 template <class T> inline T from_bits(uint64_t b) {
-    T v;
-    std::memcpy(&v, &b, sizeof(T));
-    return v;
+    alignas(T) unsigned char buf[sizeof(T)];
+    std::memcpy(buf, &b, sizeof(T));
+    return *std::launder(reinterpret_cast<T*>(buf));
 }
 template <class T> inline T shuffle(int op, unsigned mask, T var, int arg, int width, int line) {
     return from_bits<T>(warp_collective(op, mask, to_bits(var), arg, width, line));

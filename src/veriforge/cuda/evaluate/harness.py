@@ -1,0 +1,333 @@
+"""``evaluate(task, candidate, backend)``: the one place that decides whether a candidate is correct.
+
+Order of work, cheapest rejection first: cache lookup → static anti-cheat → inputs and reference
+outputs for every configuration and trial → the back-end runs the candidate → every output of
+every case is compared (poison, tolerance) → the "outputs must depend on inputs" check across
+trials → dynamic findings → measurements (emulated/measured from the back-end, estimated from
+the cost model on the CPU back-end). The result is stored in the run store under a key that
+covers everything that can change it, so an unchanged candidate is never evaluated twice.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+from typing import Any
+
+from veriforge.core.hashing import canonical_json, content_hash
+from veriforge.core.types import Candidate, InputResult, Task, Verdict
+from veriforge.cuda.tasks.schema import TaskSpec
+
+from .backend import (
+    HARNESS_VERSION,
+    BackendRun,
+    CCase,
+    CParam,
+    CRequest,
+    TimingOptions,
+    TorchConfig,
+    TorchRequest,
+    get_backend,
+)
+from .compare import Comparison, compare
+from .result import EvalResult
+
+__all__ = ["DEFAULT_TRIALS", "evaluate", "evaluation_key", "resolve_candidate", "resolve_task"]
+
+DEFAULT_TRIALS = 2
+EVAL_KIND = "cuda-eval"
+
+
+def resolve_task(task: TaskSpec | Task | str | Path) -> TaskSpec:
+    """A TaskSpec from a TaskSpec, a core Task (``metadata["path"]`` or its id), a folder or an id."""
+    from veriforge.cuda.tasks.load import find_task, load_task
+
+    if isinstance(task, TaskSpec):
+        return task
+    if isinstance(task, Task):
+        ref = task.metadata.get("path") or task.id
+        return load_task(find_task(ref))
+    return load_task(find_task(task))
+
+
+def resolve_candidate(candidate: Candidate | str | Path, family: str) -> Candidate:
+    """A Candidate from a Candidate, a source string, or a path to a source file."""
+    language = "cuda" if family == "c2cuda" else "python"
+    if isinstance(candidate, Candidate):
+        return candidate
+    if isinstance(candidate, Path):
+        return Candidate(source=candidate.read_text(), language=language, metadata={"path": str(candidate)})
+    text = str(candidate)
+    if "\n" not in text and len(text) < 4096 and Path(text).is_file():
+        return Candidate(source=Path(text).read_text(), language=language, metadata={"path": text})
+    return Candidate(source=text, language=language)
+
+
+def _task_hash(spec: TaskSpec) -> str:
+    from veriforge.cuda.tasks.reference import task_content_hash
+
+    return task_content_hash(spec)
+
+
+def evaluation_key(spec: TaskSpec, candidate: Candidate, backend: str, options: dict[str, Any]) -> str:
+    """Content hash of everything that can change an evaluation's result."""
+    return content_hash("cuda-eval", HARNESS_VERSION, _task_hash(spec), candidate.hash, backend,
+                        canonical_json(options))
+
+
+def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Path, backend: str = "cpu", *,
+             store: Any = None, trials: int = DEFAULT_TRIALS, timeout: float | None = None, profile: bool = False,
+             seed: int | None = None, configs: list[str] | None = None, memcheck: bool = False,
+             estimate: bool = True, timing: TimingOptions | None = None) -> EvalResult:
+    """Evaluate ``candidate`` on ``task`` with the ``backend`` (``"cpu"`` or ``"gpu"``).
+
+    ``trials`` ≥ 2 runs per configuration with fresh inputs (trial ``t`` of config ``c`` is drawn
+    from ``(c.seed, t)``; ``seed`` shifts every trial to other data); ``configs`` restricts the
+    configurations; ``memcheck`` adds an AddressSanitizer check (CPU) of every access;
+    ``estimate`` adds the cost model's time on the CPU back-end. With a ``store`` (RunStore)
+    the result is cached and concurrent evaluations of the same key run once.
+    """
+    started = time.perf_counter()
+    spec = resolve_task(task)
+    cand = resolve_candidate(candidate, spec.family)
+    backend_name = backend if isinstance(backend, str) else backend.name
+    if trials < 2:
+        raise ValueError("trials must be >= 2: the second trial is what catches outputs that ignore the inputs")
+    chosen = [c.name for c in spec.configs] if configs is None else list(configs)
+    for name in chosen:
+        spec.config(name)
+    timing = timing or TimingOptions(profile=profile)
+    options = {"trials": trials, "seed": seed, "configs": chosen, "memcheck": memcheck, "estimate": estimate,
+               "profile": profile, "timing": timing}
+    key = evaluation_key(spec, cand, backend_name, options)
+
+    def run() -> dict[str, Any]:
+        res = _evaluate_uncached(spec, cand, backend, trials=trials, timeout=timeout, seed=seed, configs=chosen,
+                                 memcheck=memcheck, estimate=estimate, timing=timing)
+        res.key = key
+        res.seconds = time.perf_counter() - started
+        return res.to_dict()
+
+    if store is None:
+        return EvalResult.from_dict(run())
+    hit = store.get_evaluation(key)
+    if hit is not None:
+        result = EvalResult.from_dict(hit)
+        result.cached = True
+        return result
+    fresh = {"value": False}
+
+    def run_marked() -> dict[str, Any]:
+        fresh["value"] = True
+        return run()
+
+    stored = store.evaluate_once(key, run_marked, kind=EVAL_KIND)
+    result = EvalResult.from_dict(stored)
+    result.cached = not fresh["value"]
+    return result
+
+
+def _trial_numbers(trials: int, seed: int | None) -> list[int]:
+    base = 0 if seed is None else 1000 * int(seed) + 17
+    return [base + t for t in range(trials)]
+
+
+def _evaluate_uncached(spec: TaskSpec, cand: Candidate, backend: Any, *, trials: int, timeout: float | None,
+                       seed: int | None, configs: list[str], memcheck: bool, estimate: bool,
+                       timing: TimingOptions) -> EvalResult:
+    be = get_backend(backend)
+    base = EvalResult(verdict=Verdict.failed(reason="not evaluated"), task_id=spec.id, backend=be.name,
+                      candidate_hash=cand.hash)
+    why = be.unavailable_reason()
+    if why:
+        from .backend import BackendUnavailableError
+
+        raise BackendUnavailableError(f"the {be.name} back-end cannot run here: {why}")
+    if spec.family == "c2cuda":
+        return _evaluate_c(spec, cand, be, base, trials=trials, timeout=timeout, seed=seed, configs=configs,
+                           memcheck=memcheck, estimate=estimate, timing=timing)
+    return _evaluate_torch(spec, cand, be, base, trials=trials, timeout=timeout, seed=seed, configs=configs,
+                           timing=timing)
+
+
+def _reject(base: EvalResult, reasons: list[str], kind: str, compiled: bool = True) -> EvalResult:
+    base.verdict = Verdict.reject("; ".join(reasons), compiled=compiled)
+    base.details["rejection"] = kind
+    base.details["findings"] = reasons
+    return base
+
+
+def _backend_failure(base: EvalResult, run: BackendRun, results: list[InputResult]) -> EvalResult:
+    base.log = run.log
+    if run.status == "compile_error":
+        base.verdict = Verdict.compile_failed(run.message)
+    elif run.status == "unsupported":
+        base.verdict = Verdict.compile_failed(f"not runnable on this back-end: {run.message}")
+        base.details["unsupported"] = True
+    else:
+        failed = (run.failed_case or "?/?").split("/")[0]
+        results = [r for r in results if r.config != failed]
+        results.append(InputResult(config=failed, passed=False, message=run.message))
+        base.verdict = Verdict.failed(results, f"{run.status}: {run.message}")
+    base.details["status"] = run.status
+    return base
+
+
+def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, trials: int, timeout: float | None,
+                seed: int | None, configs: list[str], memcheck: bool, estimate: bool,
+                timing: TimingOptions) -> EvalResult:
+    from veriforge.cuda.tasks.generate import make_case
+    from veriforge.cuda.tasks.reference import reference_outputs
+
+    from .anticheat_c import scan_c
+
+    findings = scan_c(cand.source, spec)
+    if findings:
+        return _reject(base, findings, "static")
+    params = [CParam(p.name, p.type, p.role) for p in spec.params]
+    cases, refs = [], []
+    for config in configs:
+        for t in _trial_numbers(trials, seed):
+            case = make_case(spec, config, t)
+            cases.append(CCase(config=config, trial=t, args=case.args, variables=dict(case.env)))
+            refs.append(reference_outputs(spec, case, version=HARNESS_VERSION))
+    limit = timeout if timeout is not None else 60.0 + 10.0 * len(cases)
+    request = CRequest(task_id=spec.id, source=cand.source, entry=spec.entry, params=params, cases=cases,
+                       timeout_s=limit, timing=timing, memcheck=memcheck)
+    if be.isolates("c2cuda"):
+        run = be.run_c(request)
+    else:
+        from .isolation import run_isolated
+
+        run = run_isolated(be.name, "run_c", request, limit)
+    base.log = run.log
+    base.measurements = list(run.measurements)
+    base.features = dict(run.features)
+    # Compare every finished case, even when a later one failed: the reasons are more useful.
+    per_config: dict[str, list[Comparison]] = {}
+    outputs_by_case = []
+    for out, case, ref in zip(run.cases, cases, refs, strict=False):
+        comps = []
+        for p, arg in zip(spec.params, case.args, strict=True):
+            if not p.is_output:
+                continue
+            tol = spec.tolerance.for_output(p.name, p.dtype)
+            comps.append(compare(p.name, out.outputs[p.name], ref[p.name], tol,
+                                 poison=arg if p.role == "out" else None))
+        per_config.setdefault(case.config, []).extend(comps)
+        outputs_by_case.append((case, out, ref))
+    results = _input_results(per_config)
+    if not run.ok:
+        return _backend_failure(base, run, results)
+    if not all(r.passed for r in results):
+        base.verdict = Verdict.failed(results, _first_failure(results))
+        return base
+    dependence = _input_dependence(spec, outputs_by_case)
+    if dependence:
+        return _reject(base, [dependence], "dynamic")
+    base.verdict = Verdict.passed(results)
+    if estimate and be.name == "cpu":
+        from .estimate import estimate_c
+
+        measurements, features, notes = estimate_c(spec, cand.source, cases)
+        base.measurements.extend(measurements)
+        base.features.update(features)
+        if notes:
+            base.details["estimate_notes"] = notes
+    return base
+
+
+def _input_results(per_config: dict[str, list[Comparison]]) -> list[InputResult]:
+    results = []
+    for config, comps in per_config.items():
+        bad = [c for c in comps if not c.passed]
+        abs_errs = [c.max_abs_error for c in comps if c.max_abs_error is not None]
+        rel_errs = [c.max_rel_error for c in comps if c.max_rel_error is not None]
+        results.append(InputResult(config=config, passed=not bad,
+                                   max_abs_error=max(abs_errs) if abs_errs else None,
+                                   max_rel_error=max(rel_errs) if rel_errs else None,
+                                   message=bad[0].message if bad else ""))
+    return results
+
+
+def _first_failure(results: list[InputResult]) -> str:
+    for r in results:
+        if not r.passed:
+            return f"wrong on config {r.config!r}: {r.message}"
+    return "incorrect"
+
+
+def _input_dependence(spec: TaskSpec, cases: list[tuple[Any, Any, dict]]) -> str:
+    """A reason if some output stayed identical across trials whose reference outputs differ."""
+    import numpy as np
+
+    by_config: dict[str, list[tuple[Any, Any, dict]]] = {}
+    for item in cases:
+        by_config.setdefault(item[0].config, []).append(item)
+    for config, items in by_config.items():
+        for name in items[0][2]:
+            for (_, out_a, ref_a), (_, out_b, ref_b) in itertools.pairwise(items):
+                if np.array_equal(ref_a[name], ref_b[name], equal_nan=True):
+                    continue
+                if np.array_equal(out_a.outputs[name], out_b.outputs[name], equal_nan=True):
+                    return (f"output does not depend on input: output {name!r} of config {config!r} was identical "
+                            f"for two trials with different inputs whose reference outputs differ")
+    return ""
+
+
+def _evaluate_torch(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, trials: int,
+                    timeout: float | None, seed: int | None, configs: list[str],
+                    timing: TimingOptions) -> EvalResult:
+    from .anticheat_torch import scan_torch
+
+    assert spec.folder is not None
+    findings = scan_torch(cand.source, allowed_dtypes=spec.allowed_dtypes)
+    if findings:
+        return _reject(base, findings, "static")
+    tconfigs = []
+    for name in configs:
+        cfg = spec.config(name)
+        tconfigs.append(TorchConfig(name=name, seed=int(cfg.seed), overrides=cfg.variables))
+    limit = timeout if timeout is not None else 120.0 + 20.0 * len(tconfigs) * trials
+    request = TorchRequest(task_id=spec.id, reference_source=(spec.folder / "reference.py").read_text(),
+                           candidate_source=cand.source, configs=tconfigs, trials=trials, timeout_s=limit,
+                           timing=timing, allowed_dtypes=tuple(spec.allowed_dtypes),
+                           trial_numbers=tuple(_trial_numbers(trials, seed)))
+    if be.isolates("torch2cuda"):
+        run = be.run_torch(request)
+    else:
+        from .isolation import run_isolated
+
+        run = run_isolated(be.name, "run_torch", request, limit)
+    base.log = run.log
+    base.measurements = list(run.measurements)
+    base.features = dict(run.features)
+    problems = [p for c in run.cases for p in c.problems]
+    if problems:
+        return _reject(base, sorted(set(problems)), "dynamic")
+    per_config: dict[str, list[Comparison]] = {}
+    outputs_by_case = []
+    for out in run.cases:
+        comps = []
+        for name, ref in out.reference.items():
+            if name not in out.outputs:
+                comps.append(Comparison(name, False, None, None, 1, 1,
+                                        f"the candidate returned fewer outputs than the reference (no {name})"))
+                continue
+            dtype = str(ref.dtype)
+            tol = spec.tolerance.for_output(name, dtype)
+            comps.append(compare(name, out.outputs[name], ref, tol))
+        per_config.setdefault(out.config, []).extend(comps)
+        outputs_by_case.append((out, out, out.reference))
+    results = _input_results(per_config)
+    if not run.ok:
+        return _backend_failure(base, run, results)
+    if not all(r.passed for r in results):
+        base.verdict = Verdict.failed(results, _first_failure(results))
+        return base
+    dependence = _input_dependence(spec, outputs_by_case)
+    if dependence:
+        return _reject(base, [dependence], "dynamic")
+    base.verdict = Verdict.passed(results)
+    return base

@@ -1,0 +1,156 @@
+"""Running references: reference.c (C→CUDA) and reference.py (PyTorch→CUDA).
+
+reference.c is compiled once with the system C compiler (``cc -O2 -shared``) into a library
+cached by content hash under ``cache_dir("c-ref")`` and called through ctypes with numpy arrays,
+which is thousands of times faster than running serial code through any emulator. Reference
+*outputs* are cached too (``cache_dir("c-ref-out")``, keyed by the task's content hash, the
+configuration and the trial) because validate and search evaluate many candidates against the
+same inputs. reference.c is the task author's code and runs in the calling process.
+
+reference.py is imported as a fresh module with its module-level constants overridden by the
+configuration (KernelBench files read e.g. ``batch_size`` inside ``get_inputs()`` at call time,
+so overriding the attribute after import is enough).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import types
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from veriforge.core.paths import cache_dir
+from veriforge.errors import CompileError, ToolchainNotFoundError
+
+from .generate import Case
+from .schema import TaskFormatError, TaskSpec
+
+__all__ = ["ReferenceError", "compile_c_reference", "load_torch_reference", "reference_outputs", "run_c_reference",
+           "task_content_hash"]
+
+_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
+           "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "uint8": ctypes.c_uint8,
+           "int8": ctypes.c_int8, "int16": ctypes.c_int16, "uint16": ctypes.c_uint16, "bool": ctypes.c_bool}
+_lock = threading.Lock()
+_libs: dict[str, ctypes.CDLL] = {}
+
+
+class ReferenceError(TaskFormatError):
+    """The task's reference cannot be built or run."""
+
+
+def _c_compiler() -> str:
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return str(shutil.which(name))
+    raise ToolchainNotFoundError("no C compiler (cc, gcc or clang) on PATH: needed to run reference.c")
+
+
+def compile_c_reference(source: str, name: str = "reference.c") -> Path:
+    """Build ``source`` into a shared library (cached by content hash); returns its path."""
+    cc = _c_compiler()
+    flags = ["-O2", "-std=gnu11", "-fPIC", "-shared"]
+    key = hashlib.sha256("\0".join([cc, *flags, source]).encode()).hexdigest()[:32]
+    out = cache_dir("c-ref") / f"{key}.so"
+    if out.exists():
+        return out
+    with tempfile.TemporaryDirectory(prefix="vf-cref-") as tmp:
+        src = Path(tmp) / name
+        src.write_text(source)
+        tmp_out = Path(tmp) / "lib.so"
+        proc = subprocess.run([cc, *flags, "-o", str(tmp_out), str(src), "-lm"], capture_output=True, text=True,
+                              timeout=120)
+        if proc.returncode != 0:
+            raise CompileError(f"{name} does not compile:\n{proc.stderr.strip()}", [], proc.stderr)
+        partial = out.with_suffix(f".{os.getpid()}.tmp")
+        shutil.copyfile(tmp_out, partial)
+        os.replace(partial, out)
+    return out
+
+
+def _library(spec: TaskSpec) -> ctypes.CDLL:
+    assert spec.folder is not None
+    source = (spec.folder / "reference.c").read_text()
+    with _lock:
+        path = str(compile_c_reference(source))
+        if path not in _libs:
+            _libs[path] = ctypes.CDLL(path)
+        return _libs[path]
+
+
+def run_c_reference(spec: TaskSpec, case: Case) -> dict[str, np.ndarray]:
+    """Call ``reference(...)`` on copies of ``case``'s arguments; returns every output by name."""
+    lib = _library(spec)
+    try:
+        fn = lib.reference
+    except AttributeError:
+        raise ReferenceError(f"task {spec.id}: reference.c defines no function `reference`") from None
+    fn.restype = None
+    cargs: list[Any] = []
+    copies: dict[str, np.ndarray] = {}
+    for p, value in zip(spec.params, case.args, strict=True):
+        if p.role == "scalar":
+            cargs.append(_CTYPES[p.dtype](value))
+        else:
+            arr = np.array(value, copy=True)
+            if p.role == "out":
+                arr[...] = 0  # the reference is trusted to write every element; start it clean
+            copies[p.name] = arr
+            cargs.append(arr.ctypes.data_as(ctypes.c_void_p))
+    fn.argtypes = [ctypes.c_void_p if p.role != "scalar" else _CTYPES[p.dtype] for p in spec.params]
+    fn(*cargs)
+    return {p.name: copies[p.name] for p in spec.params if p.is_output}
+
+
+def task_content_hash(spec: TaskSpec) -> str:
+    """Hash of every file of the task folder that can change results (not the implementations)."""
+    assert spec.folder is not None
+    h = hashlib.sha256()
+    for name in ("task.toml", "reference.c", "reference.py", "inputs.py"):
+        path = spec.folder / name
+        if path.is_file():
+            h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def reference_outputs(spec: TaskSpec, case: Case, *, version: str = "1") -> dict[str, np.ndarray]:
+    """:func:`run_c_reference` with an on-disk cache keyed by task content, config and trial."""
+    key = hashlib.sha256(f"{task_content_hash(spec)}\0{case.config}\0{case.trial}\0{version}".encode()).hexdigest()
+    path = cache_dir("c-ref-out") / f"{key[:40]}.npz"
+    if path.exists():
+        try:
+            with np.load(path) as data:
+                return {k: data[k] for k in data.files}
+        except (OSError, ValueError, EOFError):
+            path.unlink(missing_ok=True)
+    outputs = run_c_reference(spec, case)
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp.npz")
+    np.savez(tmp, **outputs)
+    os.replace(tmp, path)
+    return outputs
+
+
+def load_torch_reference(source: str, overrides: Mapping[str, Any] | None = None,
+                         name: str = "vf_reference") -> types.ModuleType:
+    """Import reference.py text as a new module and override its module-level constants."""
+    module = types.ModuleType(name)
+    module.__file__ = f"<{name}>"
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    for key, value in (overrides or {}).items():
+        if key not in module.__dict__:
+            raise ReferenceError(f"config overrides {key!r}, which reference.py does not define at module level")
+        setattr(module, key, value)
+    for attr in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, attr):
+            raise ReferenceError(f"reference.py defines no {attr} (KernelBench format needs Model, get_inputs, "
+                                 f"get_init_inputs)")
+    return module

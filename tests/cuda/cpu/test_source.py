@@ -1,0 +1,91 @@
+"""The source front end: masking, kernel discovery, rewrites that keep line numbers, feature checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from veriforge.cuda.cpu.source import check_supported, mask_source, normalize_kernel_name, rewrite, scan
+from veriforge.errors import UnsupportedFeatureError
+
+
+def test_mask_blanks_comments_and_strings_but_keeps_layout():
+    src = 'int a; // k<<<1,1>>>()\n/* asm( */ const char* s = "<<<x>>>"; char c = \'"\';\nint b;'
+    masked = mask_source(src)
+    assert len(masked) == len(src)
+    assert masked.count("\n") == src.count("\n")
+    assert "<<<" not in masked and "asm" not in masked
+    assert "int a;" in masked and "int b;" in masked
+
+
+def test_scan_finds_kernels_namespaces_templates_and_main():
+    src = """
+namespace ns {
+template <int N> __global__ void red(float* x) {}
+}
+__global__ __launch_bounds__(256, 2) void add(const float* __restrict__ a, int n) {}
+__global__ void decl_only(int);
+static __global__ void twice(int) {}
+static __global__ void twice(float) {}
+int main() { return 0; }
+"""
+    s = scan(src)
+    names = {k.name: k for k in s.kernels}
+    assert names["ns::red"].is_template and names["ns::red"].line == 3
+    assert not names["add"].is_template and names["add"].line == 5
+    assert "decl_only" not in names  # declarations are not launchable
+    assert "twice" in s.overloaded
+    assert [k.name for k in s.plain_kernels] == ["add"]
+    assert s.has_main
+
+
+def test_launch_rewrite_is_bracket_aware_and_keeps_line_numbers():
+    src = ("int main() {\n  ns::red<4><<<dim3(32, 8), 256,\n     0>>>(p);\n"
+           "  add<<<(n + 255) / 256, 256, 0, stream>>>(a, n);\n  table[i]<<<1, (N>>1)>>>(q);\n}\n")
+    out = rewrite(scan(src))
+    assert out.count("\n") == src.count("\n")
+    lines = out.splitlines()
+    assert '::vf::LaunchConfig(dim3(32, 8), 256,' in lines[1] and '"ns::red<4>"' in lines[2]
+    assert "ns::red<4>(vf_args_...)" in lines[2] and lines[2].endswith("(p);")
+    assert '::vf::LaunchConfig((n + 255) / 256, 256, 0, stream), "add"' in lines[3]
+    assert "table[i](vf_args_...)" in lines[4] and "LaunchConfig(1, (N>>1))" in lines[4]
+    assert "<<<" not in out
+
+
+def test_extern_shared_rewrite_inside_functions_and_at_namespace_scope():
+    src = ("extern __shared__ float gsm[];\n__global__ void k() {\n"
+           "  extern __shared__ __align__(16) unsigned char smem[];\n  gsm[0] = smem[0];\n}\n")
+    out = rewrite(scan(src))
+    assert out.count("\n") == src.count("\n")
+    assert "static ::vf::DynamicShared<float> gsm;" in out
+    assert "unsigned char* smem = reinterpret_cast<unsigned char*>(::vf::dynamic_shared());" in out
+
+
+@pytest.mark.parametrize(
+    ("code", "feature"),
+    [
+        ('__global__ void k(int* p) {\n  asm volatile("membar.gl;");\n}', "inline PTX"),
+        ("#include <mma.h>\nusing namespace nvcuda;\n__global__ void k() { wmma::fragment<int> f; }", "WMMA"),
+        ("__global__ void k(float* s, const float* g) {\n  __pipeline_memcpy_async(s, g, 16);\n}", "cp.async"),
+        ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n__global__ void k() {\n"
+         "  cg::grid_group g = cg::this_grid();\n  g.sync();\n}", "grid-wide"),
+        ("__global__ void __cluster_dims__(2, 1, 1) k() {}", "clusters"),
+    ],
+)
+def test_unsupported_features_are_named_with_their_line(code, feature):
+    with pytest.raises(UnsupportedFeatureError) as err:
+        check_supported(scan(code), "k.cu")
+    assert feature in str(err.value)
+    expected_line = next(i for i, line in enumerate(code.splitlines(), 1)
+                         if any(t in line for t in ("asm", "mma.h", "__pipeline", "g.sync", "__cluster")))
+    assert f"k.cu:{expected_line}" in str(err.value)
+
+
+def test_features_in_comments_or_grid_rank_only_are_fine():
+    check_supported(scan('// asm("x");\n__global__ void k() { const char* s = "wmma"; }'), "k.cu")
+    check_supported(scan("__global__ void k(){ auto g = cooperative_groups::this_grid(); (void)g.thread_rank(); }"),
+                    "k.cu")
+
+
+def test_kernel_name_normalisation():
+    assert normalize_kernel_name(" reduce< 256 , float > ") == "reduce<256,float>"
+    assert normalize_kernel_name("ns :: k<unsigned int>") == "ns::k<unsigned int>"

@@ -1,0 +1,11 @@
+// expect: opens files
+#include <cstdio>
+__global__ void k(const float* x, const float* y, float* out, float alpha, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = alpha * x[i] + y[i];
+}
+extern "C" void solve(const float* x, const float* y, float* out, float alpha, int n) {
+    FILE* f = fopen("/tmp/answers.bin", "rb");
+    if (f) fclose(f);
+    k<<<(n + 127) / 128, 128>>>(x, y, out, alpha, n);
+}

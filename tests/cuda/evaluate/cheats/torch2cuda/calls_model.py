@@ -1,0 +1,13 @@
+# expect: reference
+import torch
+import torch.nn as nn
+
+from veriforge.cuda.torchbind import load_cuda
+
+_ext = load_cuda("noop", r"""extern "C" void noop(float* y, int n) { }""")
+
+from reference import Model
+
+
+class ModelNew(Model):
+    pass

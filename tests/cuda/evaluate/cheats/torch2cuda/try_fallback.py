@@ -1,0 +1,21 @@
+# expect: try/except
+import torch
+import torch.nn as nn
+
+from veriforge.cuda.torchbind import load_cuda
+
+_ext = load_cuda("noop", r"""extern "C" void noop(float* y, int n) { }""")
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim_in):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(dim_in))
+
+    def forward(self, x):
+        try:
+            y = torch.empty_like(x)
+            _ext.noop(y, y.numel())
+            return y
+        except Exception:
+            return x
