@@ -103,7 +103,12 @@ int main(int argc, char** argv) {
             }
         }
     }, 2);
-    double t_red = best([&] { float acc = 0; for (int i = 0; i < n; ++i) acc += x[i]; volatile float sink = acc; (void)sink; });
+    double t_red = best([&] {
+        float acc = 0;
+        for (int i = 0; i < n; ++i) acc += x[i];
+        volatile float sink = acc;
+        (void)sink;
+    });
     printf("%.9f %.9f %.9f %.9f\n", t_saxpy, t_bar, t_mm, t_red);
     return 0;
 }

@@ -5,7 +5,8 @@ loops, templates on block size, float4 loads, padded shared tiles, warp shuffles
 random numpy data and compared with a numpy reference. Output buffers are poisoned (NaN or a sentinel)
 before each launch so a kernel that writes nothing, or only part of its output, cannot pass.
 
-Modules are compiled once per theme (module-scope fixtures) because compiling is the slow part.
+Modules are compiled once per theme (module-scope fixtures, through ``compile_cu`` from this folder's
+conftest, which compiles under a session-wide VERIFORGE_HOME and closes the modules afterwards).
 """
 
 from __future__ import annotations
@@ -410,23 +411,23 @@ def cpu():
 
 
 @pytest.fixture(scope="module")
-def elementwise(cpu):
-    return cpu.compile(ELEMENTWISE_SRC, defines=DEFINES)
+def elementwise(cpu, compile_cu):
+    return compile_cu(ELEMENTWISE_SRC, defines=DEFINES)
 
 
 @pytest.fixture(scope="module")
-def reductions(cpu):
-    return cpu.compile(REDUCE_SRC)
+def reductions(cpu, compile_cu):
+    return compile_cu(REDUCE_SRC)
 
 
 @pytest.fixture(scope="module")
-def shared(cpu):
-    return cpu.compile(SHARED_SRC)
+def shared(cpu, compile_cu):
+    return compile_cu(SHARED_SRC)
 
 
 @pytest.fixture(scope="module")
-def precision(cpu):
-    return cpu.compile(PRECISION_SRC)
+def precision(cpu, compile_cu):
+    return compile_cu(PRECISION_SRC)
 
 
 def _nvcc(item: tuple[str, str], tmp) -> tuple[str, int, str]:

@@ -191,7 +191,9 @@ def test_3d_grid_and_block_indices(mod):
     np.testing.assert_array_equal(out, np.array(expect, np.int32))
 
 
-@pytest.mark.parametrize(("name", "dtype"), [("block_sum<256, float>", np.float32), ("block_sum<64,double>", np.float64)])
+@pytest.mark.parametrize(
+    ("name", "dtype"), [("block_sum<256, float>", np.float32), ("block_sum<64,double>", np.float64)]
+)
 def test_template_instantiation_by_name(mod, rng, name, dtype):
     b = int(name.split("<")[1].split(",")[0])
     x = rng.standard_normal(b * 7).astype(dtype)

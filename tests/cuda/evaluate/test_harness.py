@@ -67,7 +67,7 @@ def test_crash_and_hang_do_not_take_the_harness_down() -> None:
     crash += "\n__global__ void unused() {}\nvoid f() { unused<<<1, 1>>>(); }\n"
     res = evaluate(AXPY, crash, estimate=False)
     assert not res.verdict.correct and "crash" in res.verdict.reason
-    hang = OFF_BY_ONE.replace("if (i < n) out[i]", "while (n > 0) {}\n    if (i < n) out[i]")
+    hang = OFF_BY_ONE.replace("if (i < n) out[i]", "volatile int spin = 1;\n    while (spin) {}\n    if (i < n) out[i]")
     started = time.monotonic()
     res = evaluate(AXPY, hang, estimate=False, timeout=3)
     assert time.monotonic() - started < 30

@@ -77,7 +77,7 @@ def test_schema_errors_name_the_problem(tmp_path: Path, edit: tuple[str, str], m
 
 def test_missing_impl_file_is_reported(tmp_path: Path) -> None:
     folder = _copy(tmp_path, ('file = "impls/naive.cu"', 'file = "impls/nope.cu"'))
-    with pytest.raises(TaskFormatError, match="impls/nope.cu"):
+    with pytest.raises(TaskFormatError, match=r"impls/nope\.cu"):
         load_task(folder)
 
 

@@ -3,6 +3,7 @@
     from veriforge.cuda import cpu
     mod = cpu.compile(source)                       # -> cpu.Module; raises cpu.CompileError
     mod.launch("saxpy", grid, block, [n, 2.0, x, y])  # numpy arrays are updated in place
+    mod.call("solve", [a, c, n])                    # extern "C" host launcher; mod.functions lists them
     report = mod.race_check("reduce", grid, block, [x, out])   # thread-order dependence
     res = cpu.run_program(source, argv=(), stdin=b"", timeout=60.0)  # whole programs with main()
 
@@ -26,11 +27,13 @@ from .errors import (
 from .program import ProgramResult, build_program, run_program
 
 if TYPE_CHECKING:
-    from .module import KernelInfo, LaunchResult, Module, Param, RaceDifference, RaceReport
+    from .module import CallResult, FunctionInfo, KernelInfo, LaunchResult, Module, Param, RaceDifference, RaceReport
 
 __all__ = [
+    "CallResult",
     "CompileError",
     "Diagnostic",
+    "FunctionInfo",
     "KernelFault",
     "KernelInfo",
     "KernelTimeoutError",
@@ -48,7 +51,7 @@ __all__ = [
     "run_program",
 ]
 
-_LAZY = {"KernelInfo", "LaunchResult", "Module", "Param", "RaceDifference", "RaceReport"}
+_LAZY = {"CallResult", "FunctionInfo", "KernelInfo", "LaunchResult", "Module", "Param", "RaceDifference", "RaceReport"}
 
 
 def compile(source: str, *, defines: dict | None = None, sanitize: bool = False,

@@ -26,7 +26,8 @@ from .errors import CompileError, KernelFault, KernelTimeoutError, LaunchError
 from .source import ScannedSource, check_supported, normalize_kernel_name, rewrite, scan
 from .worker import KernelServer, ServerCrashed, ServerTimeout
 
-__all__ = ["KernelInfo", "LaunchResult", "Module", "Param", "RaceDifference", "RaceReport", "compile"]
+__all__ = ["CallResult", "FunctionInfo", "KernelInfo", "LaunchResult", "Module", "Param", "RaceDifference",
+           "RaceReport", "compile"]
 
 MAX_DYNAMIC_SHARED = 232448  # 227 KB: the opt-in maximum of sm_90
 DEFAULT_DYNAMIC_SHARED = 48 * 1024  # without cudaFuncSetAttribute(MaxDynamicSharedMemorySize)
@@ -57,6 +58,32 @@ class KernelInfo:
     @property
     def signature(self) -> str:
         return f"{self.name}({', '.join(p.type for p in self.params)})"
+
+
+@dataclass(frozen=True)
+class FunctionInfo:
+    """An ``extern "C"`` host function of the module, as the compiler sees it."""
+
+    name: str
+    index: int
+    blob_size: int
+    params: tuple[Param, ...]
+    returns: Param  # kind 'v' for void
+    problem: str  # why it cannot be called from Python ("" = callable)
+
+    @property
+    def signature(self) -> str:
+        return f"{self.returns.type} {self.name}({', '.join(p.type for p in self.params)})"
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """What :meth:`Module.call` observed besides the return value (see ``Module.last_call``)."""
+
+    function: str
+    value: int | float | None
+    seconds: float  # wall time of the host function, its kernels included (emulated, not GPU time)
+    stdout: str  # printf output of the host function and of its kernels
 
 
 @dataclass(frozen=True)
@@ -177,6 +204,8 @@ class Module:
         self._lock = threading.RLock()
         self._server: KernelServer | None = None
         self._kernels: dict[str, KernelInfo] | None = None
+        self._functions: dict[str, FunctionInfo] | None = None
+        self.last_call: CallResult | None = None
         self._exe = self._build(self._instantiations)
         self._finalizer = weakref.finalize(self, Module._shutdown, [None])
 
@@ -199,6 +228,8 @@ class Module:
         for name, expr in instantiations.items():
             parts.append(f'static ::vf::KernelRegistrar vf_launch_shim_{n}("{name}", &{expr});')
             n += 1
+        for i, f in enumerate(self._scanned.host_functions):
+            parts.append(f'static ::vf::FunctionRegistrar vf_call_shim_{i}("{f.name}", &{f.expr});')
         return "\n".join(parts) + "\n"
 
     def _build(self, instantiations: Mapping[str, str]) -> Path:
@@ -254,13 +285,32 @@ class Module:
                 kernels: dict[str, KernelInfo] = {}
                 for index, line in enumerate(text.splitlines()):
                     name, blob, params = line.split("\t")
-                    plist = []
-                    for p in params.split(";") if params else []:
-                        kind, size, align, offset, pk, ps, pc, ptype = p.split(",", 7)
-                        plist.append(Param(kind, int(size), int(align), int(offset), pk, int(ps), pc == "1", ptype))
-                    kernels[name] = KernelInfo(name, index, int(blob), tuple(plist))
+                    kernels[name] = KernelInfo(name, index, int(blob), tuple(_parse_params(params)))
                 self._kernels = kernels
             return dict(self._kernels)
+
+    @property
+    def functions(self) -> dict[str, FunctionInfo]:
+        """``extern "C"`` host functions defined in the source, callable with :meth:`call`."""
+        with self._lock:
+            if self._functions is None:
+                server = self._ensure_server()
+                try:
+                    text = server.describe_functions(timeout=60.0)
+                except ServerCrashed as exc:
+                    raise KernelFault(f"the compiled module failed to start: {exc.stderr.strip()}") from exc
+                functions: dict[str, FunctionInfo] = {}
+                for index, line in enumerate(text.splitlines()):
+                    name, blob, ret, problem, params = line.split("\t")
+                    functions[name] = FunctionInfo(name, index, int(blob), tuple(_parse_params(params)),
+                                                   _parse_param(ret), problem)
+                self._functions = functions
+            return dict(self._functions)
+
+    @property
+    def last_stdout(self) -> str:
+        """printf output of the most recent :meth:`call` ("" before the first)."""
+        return self.last_call.stdout if self.last_call is not None else ""
 
     @property
     def template_kernels(self) -> list[str]:
@@ -300,6 +350,7 @@ class Module:
         self._exe = exe
         self._instantiations = wanted
         self._kernels = None
+        self._functions = None
         self._aliases[alias] = qualified
         return self.kernels[qualified]
 
@@ -312,11 +363,12 @@ class Module:
             self._max_shared[self._resolve(kernel).name] = int(nbytes)
 
     # ---- launching ----------------------------------------------------------------------------
-    def _pack(self, info: KernelInfo, args: Sequence[Any]):
+    def _pack(self, info: KernelInfo | FunctionInfo, args: Sequence[Any], *, what: str = "kernel",
+              zero_d_is_scalar: bool = True):
         if not isinstance(args, (list, tuple)):
             raise LaunchError(f"args must be a list, got {type(args).__name__}")
         if len(args) != len(info.params):
-            raise LaunchError(f"kernel '{info.name}' takes {len(info.params)} argument(s) "
+            raise LaunchError(f"{what} '{info.name}' takes {len(info.params)} argument(s) "
                               f"({', '.join(p.type for p in info.params)}), got {len(args)}")
         blob = bytearray(info.blob_size)
         arrays: list[np.ndarray] = []
@@ -324,7 +376,7 @@ class Module:
         index_of: dict[tuple, int] = {}
         patches: list[tuple[int, int]] = []
         for i, (p, raw) in enumerate(zip(info.params, args, strict=True)):
-            a = _scalar(raw)
+            a = _scalar(raw) if zero_d_is_scalar else raw
             where = f"argument {i} ({p.type})"
             if p.kind == "p":
                 if a is None:
@@ -348,7 +400,8 @@ class Module:
                 if isinstance(a, (float, np.floating, complex)) or not isinstance(a, (int, np.integer)):
                     raise LaunchError(f"{where} expects an integer, got {a!r}")
                 v = int(a)
-                lo, hi = (-(1 << (8 * p.size - 1)), (1 << (8 * p.size - 1)) - 1) if p.kind == "i" else (0, (1 << (8 * p.size)) - 1)
+                bits = 8 * p.size
+                lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if p.kind == "i" else (0, (1 << bits) - 1)
                 if not lo <= v <= hi:
                     raise LaunchError(f"{where}: {v} is out of range [{lo}, {hi}]")
                 struct.pack_into("<" + _INT_FMT[(p.kind, p.size)], blob, p.offset, v)
@@ -364,12 +417,9 @@ class Module:
                 blob[p.offset : p.offset + p.size] = _struct_bytes(where, p, a)
         return blob, arrays, written, patches
 
-    def _run(self, info: KernelInfo, grid, block, args, shared_mem: int, *, reverse: bool,
-             timeout: float | None) -> LaunchResult:
-        g, b = _dims(grid, "grid"), _dims(block, "block")
-        _check_config(g, b, shared_mem, self._max_shared.get(info.name, DEFAULT_DYNAMIC_SHARED))
-        blob, arrays, written, patches = self._pack(info, args)
-        server = self._ensure_server()
+    @staticmethod
+    def _stage(server: KernelServer, arrays: list[np.ndarray]) -> tuple[Any, list[int]]:
+        """Copy the argument arrays into the server's shared memory; returns it and their offsets."""
         offsets, total = [], 0
         for a in arrays:
             offsets.append(total)
@@ -380,6 +430,81 @@ class Module:
                 dst = np.frombuffer(shm, dtype=np.uint8, count=a.nbytes, offset=off)
                 dst[:] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
                 del dst
+        return shm, offsets
+
+    @staticmethod
+    def _write_back(shm: Any, arrays: list[np.ndarray], offsets: list[int], written: list[bool]) -> None:
+        for a, off, w in zip(arrays, offsets, written, strict=True):
+            if w and a.nbytes:
+                src = np.frombuffer(shm, dtype=a.dtype, count=a.size, offset=off).reshape(a.shape)
+                a[...] = src
+                del src
+
+    def _resolve_function(self, function: str) -> FunctionInfo:
+        if not isinstance(function, str) or not function.strip():
+            raise LaunchError(f"function must be a name, got {function!r}")
+        functions = self.functions
+        info = functions.get(function.strip())
+        if info is None:
+            callable_ = [f.signature for f in functions.values() if not f.problem]
+            hint = ""
+            if function.strip() in self.kernels or function.strip() in self.template_kernels:
+                hint = f" ('{function}' is a __global__ kernel: run it with launch())"
+            raise LaunchError(f"unknown host function '{function}'{hint}; the extern \"C\" functions of this "
+                              f"module are: {'; '.join(callable_) or 'none'}")
+        if info.problem:
+            raise LaunchError(f"host function '{info.signature}' cannot be called from Python: {info.problem}")
+        return info
+
+    def call(self, function: str, args: Sequence[Any], *, timeout: float | None = None) -> int | float | None:
+        """Call the ``extern "C"`` host function ``function(*args)`` and return its result.
+
+        The function receives *device* pointers for numpy arrays and launches kernels itself,
+        exactly as the host launcher of a real extension does; arrays behind non-const pointers are
+        written back in place after it returned (all its work is synchronous here). Scalars are
+        converted to the parameter types of its C signature. Returns None for ``void``, else an
+        int or float; ``self.last_call`` keeps its printf output and time.
+
+        Raises LaunchError (unknown function, wrong arguments, a launch inside it with an invalid
+        configuration), KernelFault (a fault in one of its kernels - barrier misuse, sanitizer
+        report - or a crash of the host code itself) or KernelTimeoutError.
+        """
+        with self._lock:
+            info = self._resolve_function(function)
+            blob, arrays, written, patches = self._pack(info, args, what="host function", zero_d_is_scalar=False)
+            server = self._ensure_server()
+            shm, offsets = self._stage(server, arrays)
+            limit = self.timeout if timeout is None else timeout
+            try:
+                reply = server.call(info.index, bytes(blob),
+                                    [(off, a.nbytes) for a, off in zip(arrays, offsets, strict=True)], patches,
+                                    timeout=limit)
+            except ServerTimeout:
+                self._server = None
+                raise KernelTimeoutError(
+                    f"host function '{info.name}' did not finish within {limit:g} s and was stopped (an endless "
+                    f"loop in it or in one of its kernels, or simply too much work for the CPU runtime)"
+                ) from None
+            except ServerCrashed as exc:
+                self._server = None
+                raise KernelFault(_crash_message(info.name, exc, self.filename, self.sanitize,
+                                                 what="host function")) from None
+            if reply.status == 1:
+                raise LaunchError(f"host function '{info.name}': {reply.text}")
+            if reply.status != 0:
+                raise KernelFault(f"host function '{info.name}': {reply.text}")
+            self._write_back(shm, arrays, offsets, written)
+            value = _return_value(info.returns, reply.raw)
+            self.last_call = CallResult(function=info.name, value=value, seconds=reply.seconds, stdout=reply.stdout)
+            return value
+
+    def _run(self, info: KernelInfo, grid, block, args, shared_mem: int, *, reverse: bool,
+             timeout: float | None) -> LaunchResult:
+        g, b = _dims(grid, "grid"), _dims(block, "block")
+        _check_config(g, b, shared_mem, self._max_shared.get(info.name, DEFAULT_DYNAMIC_SHARED))
+        blob, arrays, written, patches = self._pack(info, args)
+        server = self._ensure_server()
+        shm, offsets = self._stage(server, arrays)
         limit = self.timeout if timeout is None else timeout
         try:
             reply = server.launch(info.index, g, b, int(shared_mem), bytes(blob),
@@ -398,11 +523,7 @@ class Module:
             raise LaunchError(reply.text)
         if reply.status != 0:
             raise KernelFault(reply.text)
-        for a, off, w in zip(arrays, offsets, written, strict=True):
-            if w and a.nbytes:
-                src = np.frombuffer(shm, dtype=a.dtype, count=a.size, offset=off).reshape(a.shape)
-                a[...] = src
-                del src
+        self._write_back(shm, arrays, offsets, written)
         return LaunchResult(kernel=info.name, seconds=reply.seconds, stdout=reply.stdout)
 
     def launch(self, kernel: str, grid, block, args: Sequence[Any], shared_mem: int = 0, *,
@@ -460,6 +581,32 @@ class Module:
                     max_diff = float("nan")
                 diffs.append(RaceDifference(i, p.type, count, first, max_diff))
         return RaceReport(kernel=info.name, differences=tuple(diffs))
+
+
+def _parse_param(text: str) -> Param:
+    kind, size, align, offset, pk, ps, pc, ptype = text.split(",", 7)
+    return Param(kind, int(size), int(align), int(offset), pk, int(ps), pc == "1", ptype)
+
+
+def _parse_params(text: str) -> list[Param]:
+    return [_parse_param(p) for p in text.split(";")] if text else []
+
+
+def _return_value(ret: Param, raw: bytes) -> int | float | None:
+    """A host function's return value (8 little-endian bytes from the server) as a Python number."""
+    if ret.kind == "v":
+        return None
+    if ret.kind in "iu":
+        return struct.unpack_from("<" + _INT_FMT[(ret.kind, ret.size)], raw)[0]
+    if ret.kind == "f":
+        return struct.unpack_from("<f" if ret.size == 4 else "<d", raw)[0]
+    if ret.kind == "b":
+        return bool(raw[0])
+    if ret.size == 2 and re.search(r"bfloat16", ret.type):
+        return float(np.array([int.from_bytes(raw[:2], "little") << 16], dtype=np.uint32).view(np.float32)[0])
+    if ret.size == 2 and re.search(r"half", ret.type):
+        return float(np.frombuffer(raw[:2], dtype=np.float16)[0])
+    raise LaunchError(f"cannot convert a return value of type {ret.type}")
 
 
 def _define_value(value: Any) -> str:
@@ -524,20 +671,22 @@ _ASAN_KIND = re.compile(r"ERROR: AddressSanitizer: ([\w-]+)")
 _ASAN_ACCESS = re.compile(r"^(READ|WRITE) of size (\d+)", re.M)
 
 
-def _crash_message(kernel: str, exc: ServerCrashed, filename: str, sanitize: bool) -> str:
+def _crash_message(name: str, exc: ServerCrashed, filename: str, sanitize: bool, what: str = "kernel") -> str:
+    """A server crash as a KernelFault message: the sanitizer's verdict with the user's line, a
+    failed assert, or the signal (with the running kernel's name when the crash was in one)."""
     report = exc.stderr.strip()
     kind = _ASAN_KIND.search(report)
     if kind:
         access = _ASAN_ACCESS.search(report)
         frames = re.findall(re.escape(filename) + r":(\d+)(?::(\d+))?", report)
         where = f" at {filename}:{frames[0][0]}" if frames else ""
-        what = f" ({access.group(1)} of size {access.group(2)})" if access else ""
-        return f"kernel '{kernel}': {kind.group(1)}{what}{where}\n{report[-3000:]}"
+        detail = f" ({access.group(1)} of size {access.group(2)})" if access else ""
+        return f"{what} '{name}': {kind.group(1)}{detail}{where}\n{report[-3000:]}"
     assertion = re.search(r"^.*Assertion .* failed\.?$", report, re.M)
     if assertion:
-        return f"kernel '{kernel}': device assertion failed: {assertion.group(0).strip()}"
+        return f"{what} '{name}': device assertion failed: {assertion.group(0).strip()}"
     hint = "" if sanitize else " (compile with sanitize=True to locate an out-of-bounds access)"
-    return f"kernel '{kernel}' crashed{hint}: {report[-3000:] or 'no output'}"
+    return f"{what} '{name}' crashed{hint}: {report[-3000:] or 'no output'}"
 
 
 def compile(source: str, *, defines: Mapping[str, Any] | None = None, sanitize: bool = False,

@@ -49,7 +49,8 @@ def _program_text(source: str, defines: Mapping[str, Any] | None, filename: str)
     for name, value in (defines or {}).items():
         if not re.fullmatch(r"[A-Za-z_]\w*", name):
             raise ValueError(f"invalid macro name {name!r}")
-        parts.append(f"#define {name}" + ("" if value is None else f" {int(value) if isinstance(value, bool) else value}"))
+        text = "" if value is None else f" {int(value) if isinstance(value, bool) else value}"
+        parts.append(f"#define {name}{text}")
     parts.append(f'#line 1 "{filename}"')
     parts.append(rewrite(scanned))
     return "\n".join(parts) + "\n"

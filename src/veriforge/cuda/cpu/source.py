@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from veriforge.errors import UnsupportedFeatureError
 
 __all__ = [
+    "HostFunctionDecl",
     "KernelDecl",
     "ScannedSource",
     "check_supported",
@@ -57,7 +58,7 @@ def mask_source(src: str) -> str:
             j = n if j < 0 else j + 2
             blank(i, j)
             i = j
-        elif c == "R" and i + 1 < n and src[i + 1] == '"' and (i == 0 or not (src[i - 1].isalnum() or src[i - 1] == "_")):
+        elif c == "R" and src[i + 1 : i + 2] == '"' and (i == 0 or not (src[i - 1].isalnum() or src[i - 1] == "_")):
             m = re.match(r'R"([^(\s]*)\(', src[i:])
             if not m:
                 i += 1
@@ -94,6 +95,15 @@ class KernelDecl:
     is_template: bool
 
 
+@dataclass(frozen=True)
+class HostFunctionDecl:
+    """An ``extern "C"`` host function defined in the source (callable with ``Module.call``)."""
+
+    name: str  # the C symbol
+    expr: str  # how to name it in C++ at namespace scope (ns::name)
+    line: int
+
+
 @dataclass
 class ScannedSource:
     """What the front end needs to know about a translation unit."""
@@ -103,6 +113,7 @@ class ScannedSource:
     kernels: list[KernelDecl] = field(default_factory=list)
     overloaded: set[str] = field(default_factory=set)
     has_main: bool = False
+    host_functions: list[HostFunctionDecl] = field(default_factory=list)
 
     @property
     def plain_kernels(self) -> list[KernelDecl]:
@@ -220,7 +231,111 @@ def scan(src: str) -> ScannedSource:
         unique.setdefault(k.name, k)
     has_main = re.search(r"\bint\s+main\s*\(", masked) is not None
     return ScannedSource(text=src, masked=masked, kernels=list(unique.values()), overloaded=overloaded,
-                         has_main=has_main)
+                         has_main=has_main, host_functions=_extern_c_functions(src, masked, scopes))
+
+
+# ---- extern "C" host functions ----------------------------------------------------------------
+
+_EXTERN_C = re.compile(r'\bextern\s*"\s*"')
+_NOT_A_NAME = {"__attribute__", "__declspec", "__launch_bounds__", "alignas", "decltype", "__align__",
+               "if", "while", "for", "switch", "return", "sizeof"}
+
+
+def _statements(masked: str, start: int, end: int, single: bool):
+    """Function-like statements in ``masked[start:end]`` at namespace scope: yields
+    ``(head_start, name, name_pos, params, is_definition)``. Skips struct/initializer braces."""
+    pos = head = start
+    while pos < end:
+        m = re.compile(r"[({;]").search(masked, pos, end)
+        if m is None:
+            return
+        ch = m.group()
+        if ch == ";":
+            pos = head = m.end()
+            if single:
+                return
+            continue
+        if ch == "{":
+            close = _match_paren(masked, m.start(), "{", "}")
+            if close < 0:
+                return
+            pos = close + 1
+            nxt = re.compile(r"\s*;").match(masked, pos)
+            if nxt:  # struct S {...}; / int x[] = {...};
+                pos = nxt.end()
+            head = pos
+            if single:
+                return
+            continue
+        # "(": the statement's first call-like parenthesis names the function
+        before = re.search(r"([A-Za-z_]\w*)\s*$", masked[head : m.start()])
+        close = _match_paren(masked, m.start())
+        if close < 0:
+            return
+        if before is None or before.group(1) in _NOT_A_NAME:
+            pos = close + 1
+            continue
+        name = before.group(1)
+        tail = re.compile(r"(?:\s|\bconst\b|\bnoexcept\b(?:\s*\([^)]*\))?|\bthrow\s*\(\s*\)|"
+                          r"__attribute__\s*\(\([^)]*\)\))*").match(masked, close + 1)
+        after = tail.end() if tail else close + 1
+        is_def = masked.startswith("{", after)
+        yield head, name, head + before.start(1), masked[m.start() + 1 : close], is_def
+        if is_def:
+            body_end = _match_paren(masked, after, "{", "}")
+            if body_end < 0:
+                return
+            pos = head = body_end + 1
+        else:
+            semi = masked.find(";", close)
+            pos = head = (end if semi < 0 else semi + 1)
+        if single:
+            return
+
+
+def _extern_c_functions(text: str, masked: str, scopes: _Scopes) -> list[HostFunctionDecl]:
+    """``extern "C"`` host functions with a definition in this file (``extern "C" T f(...) {}``,
+    inside an ``extern "C" { }`` block, or declared ``extern "C"`` and defined later)."""
+    found: dict[str, HostFunctionDecl] = {}
+    declared: dict[str, str] = {}
+
+    def head_ok(head: str, params: str) -> bool:
+        device_only = re.search(r"\b__device__\b", head) and not re.search(r"\b__host__\b", head)
+        return not (re.search(r"\b(?:__global__|template|typedef)\b", head) or device_only or "..." in params
+                    or re.search(r"\boperator\b", head))
+
+    for m in _EXTERN_C.finditer(masked):
+        if text[m.start() : m.end()].replace(" ", "").replace("\t", "") != 'extern"C"':
+            continue
+        if scopes.in_function(m.start()):
+            continue
+        rest = re.compile(r"\s*").match(masked, m.end()).end()
+        if masked.startswith("{", rest):
+            close = _match_paren(masked, rest, "{", "}")
+            ranges = (rest + 1, close if close > 0 else len(masked), False)
+        else:
+            ranges = (m.end(), len(masked), True)
+        start, end, single = ranges
+        for head_start, name, name_pos, params, is_def in _statements(masked, start, end, single):
+            if name == "main" or not head_ok(masked[head_start:name_pos], params):
+                continue
+            qual = "::".join([*scopes.namespace_at(name_pos), name])
+            if is_def:
+                found.setdefault(name, HostFunctionDecl(name, qual, line_of(masked, name_pos)))
+            else:
+                declared.setdefault(name, qual)
+    for name, qual in declared.items():
+        if name in found:
+            continue
+        for d in re.finditer(r"\b" + re.escape(name) + r"\s*\(", masked):
+            if scopes.in_function(d.start()):
+                continue
+            close = _match_paren(masked, d.end() - 1)
+            after = masked[close + 1 : close + 200].lstrip() if close > 0 else ""
+            if re.match(r"(?:const\s*)?(?:noexcept\s*)?\{", after):
+                found[name] = HostFunctionDecl(name, qual, line_of(masked, d.start()))
+                break
+    return sorted(found.values(), key=lambda f: f.line)
 
 
 # ---- unsupported features ---------------------------------------------------------------------

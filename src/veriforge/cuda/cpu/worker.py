@@ -23,8 +23,9 @@ from pathlib import Path
 __all__ = ["KernelServer", "ServerCrashed", "ServerTimeout"]
 
 MAGIC = 0x56464331
-OP_DESCRIBE, OP_LAUNCH, OP_QUIT = 1, 2, 3
+OP_DESCRIBE, OP_LAUNCH, OP_QUIT, OP_DESCRIBE_FUNCTIONS, OP_CALL = 1, 2, 3, 4, 5
 _LAUNCH_HEADER = struct.Struct("<i3I3IIQQIIII")
+_CALL_HEADER = struct.Struct("<iIQII")  # function, blob size, shm size, buffers, patches
 _BUFFER = struct.Struct("<QQ")
 _PATCH = struct.Struct("<Ii")
 _REPLY = struct.Struct("<iId")
@@ -49,6 +50,7 @@ class Reply:
     text: str
     seconds: float
     stdout: str
+    raw: bytes = b""  # the reply's bytes before decoding (a call's return value)
 
 
 def _signal_name(code: int | None) -> str:
@@ -119,6 +121,16 @@ class KernelServer:
                             *(_BUFFER.pack(o, s) for o, s in buffers), *(_PATCH.pack(o, b) for o, b in patches)])
         return self._request(payload, timeout)
 
+    def describe_functions(self, timeout: float = 30.0) -> str:
+        return self._request(struct.pack("<II", MAGIC, OP_DESCRIBE_FUNCTIONS), timeout).text
+
+    def call(self, function_index: int, blob: bytes, buffers: list[tuple[int, int]], patches: list[tuple[int, int]],
+             *, timeout: float) -> Reply:
+        head = _CALL_HEADER.pack(function_index, len(blob), self._shm_size, len(buffers), len(patches))
+        payload = b"".join([struct.pack("<II", MAGIC, OP_CALL), head, blob,
+                            *(_BUFFER.pack(o, s) for o, s in buffers), *(_PATCH.pack(o, b) for o, b in patches)])
+        return self._request(payload, timeout)
+
     def _read_new(self, f, pos_attr: str) -> str:
         pos = getattr(self, pos_attr)
         f.seek(pos)
@@ -134,8 +146,9 @@ class KernelServer:
         deadline = time.monotonic() + timeout
         head = self._read_exact(_REPLY.size, deadline)
         status, length, seconds = _REPLY.unpack(head)
-        text = self._read_exact(length, deadline).decode("utf-8", errors="replace") if length else ""
-        return Reply(status=status, text=text, seconds=seconds, stdout=self._read_new(self._stdout, "_stdout_pos"))
+        raw = self._read_exact(length, deadline) if length else b""
+        return Reply(status=status, text=raw.decode("utf-8", errors="replace"), seconds=seconds,
+                     stdout=self._read_new(self._stdout, "_stdout_pos"), raw=raw)
 
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)

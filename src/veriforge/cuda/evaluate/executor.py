@@ -51,8 +51,12 @@ class Executor(ABC):
             try:
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
                 out.append(fut.result(timeout=left))
+            except ExecutorTimeoutError as exc:
+                if not return_exceptions:
+                    raise
+                out.append(exc)
             except cf.TimeoutError:
-                err = ExecutorTimeoutError(f"job did not finish within {timeout:g} s")
+                err = ExecutorTimeoutError(f"job did not finish within {timeout} s")
                 if not return_exceptions:
                     raise err from None
                 out.append(err)

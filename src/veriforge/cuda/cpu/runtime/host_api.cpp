@@ -23,6 +23,11 @@
 namespace vf {
 struct LaunchConfig;
 void host_launch(const GridSpec& spec, cudaStream_t stream);
+// Module.call support (worker_main.cpp): see the definitions below.
+void call_begin();
+int call_end(std::string& message);
+void register_device_buffer(void* ptr, size_t size);
+void unregister_device_buffers();
 }  // namespace vf
 
 namespace {
@@ -30,8 +35,20 @@ namespace {
 std::mutex g_mutex;
 cudaError_t g_last_error = cudaSuccess;
 cudaError_t g_sticky_error = cudaSuccess;
-std::map<const void*, size_t> g_allocations;  // device allocations (for cudaFree / cudaMemGetInfo)
+// Every allocation the runtime knows, by base address: cudaMalloc'd device memory, pinned host
+// memory, and the argument arrays Module.call passes in (device memory the caller owns, which
+// cudaFree must refuse). cudaFree, cudaMemGetInfo and cudaPointerGetAttributes consult it.
+enum class AllocKind { kDevice, kHost, kExternal };
+struct Allocation {
+    size_t size;
+    AllocKind kind;
+};
+std::map<const void*, Allocation> g_allocations;
 size_t g_allocated = 0;
+// While Module.call runs a host function: the first launch that failed, reported after it returns.
+bool g_in_call = false;
+int g_call_error = 0;
+std::string g_call_message;
 int g_device = 0;
 std::map<const void*, int> g_func_max_dynamic_smem;
 
@@ -57,23 +74,33 @@ cudaError_t set_error(cudaError_t e) {
 // A call made after a kernel fault returns the sticky error without doing anything.
 inline cudaError_t sticky() { return g_sticky_error; }
 
-void* device_alloc(size_t size) {
+void* device_alloc(size_t size, AllocKind kind = AllocKind::kDevice) {
     void* p = nullptr;
     if (posix_memalign(&p, 256, size ? size : 1) != 0) return nullptr;
     std::lock_guard<std::mutex> lock(g_mutex);
-    g_allocations[p] = size;
+    g_allocations[p] = Allocation{size, kind};
     g_allocated += size;
     return p;
 }
 
-bool device_free(void* p) {
+bool device_free(void* p, AllocKind kind) {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_allocations.find(p);
-    if (it == g_allocations.end()) return false;
-    g_allocated -= it->second;
+    if (it == g_allocations.end() || it->second.kind != kind) return false;
+    g_allocated -= it->second.size;
     g_allocations.erase(it);
     free(p);
     return true;
+}
+
+// The allocation containing `p`, or nullptr.
+const Allocation* find_allocation(const void* p) {
+    auto it = g_allocations.upper_bound(p);
+    if (it == g_allocations.begin()) return nullptr;
+    --it;
+    const char* base = static_cast<const char*>(it->first);
+    if (static_cast<const char*>(p) < base + std::max<size_t>(it->second.size, 1)) return &it->second;
+    return nullptr;
 }
 
 }  // namespace
@@ -85,13 +112,54 @@ void vf::host_launch(const GridSpec& spec, cudaStream_t) {
     }
     int err = vf::run_grid(spec);
     if (err == 0) return;
-    fprintf(stderr, "veriforge: %s\n", vf::last_fault_message());
-    fflush(stderr);
-    if (err == cudaErrorLaunchFailure) {
+    {
         std::lock_guard<std::mutex> lock(g_mutex);
-        g_sticky_error = cudaErrorLaunchFailure;
+        if (g_in_call) {
+            if (!g_call_error) {
+                g_call_error = err;
+                g_call_message = vf::last_fault_message();
+            }
+        } else {
+            fprintf(stderr, "veriforge: %s\n", vf::last_fault_message());
+            fflush(stderr);
+        }
+        if (err == cudaErrorLaunchFailure) g_sticky_error = cudaErrorLaunchFailure;
     }
     set_error((cudaError_t)err);
+}
+
+// Module.call brackets every host function with these. A failed launch inside it is recorded
+// (and still visible to the function through cudaGetLastError, sticky for faults, exactly as in a
+// program); call_end reports the first one and clears the error state, so the server - like a
+// fresh process - serves the next call with a healthy "device". Allocations the function leaked
+// stay (a function may keep a persistent workspace across calls, as real code does).
+void vf::call_begin() {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_in_call = true;
+    g_call_error = 0;
+    g_call_message.clear();
+    g_last_error = g_sticky_error = cudaSuccess;
+}
+
+int vf::call_end(std::string& message) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_in_call = false;
+    int err = g_call_error;
+    message = g_call_message;
+    g_call_error = 0;
+    g_last_error = g_sticky_error = cudaSuccess;
+    return err;
+}
+
+void vf::register_device_buffer(void* ptr, size_t size) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_allocations.find(ptr);
+    if (it == g_allocations.end()) g_allocations[ptr] = Allocation{size, AllocKind::kExternal};
+}
+
+void vf::unregister_device_buffers() {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    std::erase_if(g_allocations, [](const auto& kv) { return kv.second.kind == AllocKind::kExternal; });
 }
 
 extern "C" {
@@ -279,19 +347,19 @@ cudaError_t cudaMallocPitch(void** ptr, size_t* pitch, size_t width, size_t heig
 }
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
     if (!ptr) return set_error(cudaErrorInvalidValue);
-    *ptr = device_alloc(size);
+    *ptr = device_alloc(size, AllocKind::kHost);
     return *ptr ? cudaSuccess : set_error(cudaErrorMemoryAllocation);
 }
 cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int) { return cudaMallocHost(ptr, size); }
 cudaError_t cudaFree(void* ptr) {
     if (!ptr) return cudaSuccess;
     if (cudaError_t e = sticky()) return e;
-    return device_free(ptr) ? cudaSuccess : set_error(cudaErrorInvalidValue);
+    return device_free(ptr, AllocKind::kDevice) ? cudaSuccess : set_error(cudaErrorInvalidValue);
 }
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
 cudaError_t cudaFreeHost(void* ptr) {
     if (!ptr) return cudaSuccess;
-    return device_free(ptr) ? cudaSuccess : set_error(cudaErrorInvalidValue);
+    return device_free(ptr, AllocKind::kHost) ? cudaSuccess : set_error(cudaErrorInvalidValue);
 }
 cudaError_t cudaHostRegister(void*, size_t, unsigned int) { return cudaSuccess; }
 cudaError_t cudaHostUnregister(void*) { return cudaSuccess; }
@@ -312,6 +380,26 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpy
     if (count) memmove(dst, src, count);
     return cudaSuccess;
 }
+#if defined(VF_HAVE_CUDA_HEADERS)
+// Device memory = cudaMalloc'd blocks and Module.call's argument arrays; pinned = cudaMallocHost;
+// anything else is ordinary (unregistered) host memory, as CUDA reports it under UVA.
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attr, const void* ptr) {
+    if (!attr) return set_error(cudaErrorInvalidValue);
+    memset(attr, 0, sizeof *attr);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    const Allocation* a = find_allocation(ptr);
+    if (!a) {
+        attr->type = cudaMemoryTypeUnregistered;
+        attr->device = -2;
+        return cudaSuccess;
+    }
+    attr->device = 0;
+    attr->type = a->kind == AllocKind::kHost ? cudaMemoryTypeHost : cudaMemoryTypeDevice;
+    attr->devicePointer = const_cast<void*>(ptr);
+    attr->hostPointer = a->kind == AllocKind::kHost ? const_cast<void*>(ptr) : nullptr;
+    return cudaSuccess;
+}
+#endif
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind, cudaStream_t) {
     return cudaMemcpy(dst, src, count, kind);
 }

@@ -664,6 +664,7 @@ void helper_loop(unsigned index) {
 }
 
 thread_local std::string tl_fault_message;
+std::atomic<const char*> g_running_kernel{nullptr};
 
 }  // namespace
 }  // namespace vf
@@ -715,6 +716,10 @@ int run_grid(const GridSpec& spec) {
         return 801;  // cudaErrorNotSupported
     }
     std::lock_guard<std::mutex> serial(one_grid_at_a_time);
+    struct Running {  // names the grid in crash reports (worker_main.cpp's signal handler)
+        explicit Running(const char* name) { g_running_kernel.store(name); }
+        ~Running() { g_running_kernel.store(nullptr); }
+    } running(spec.kernel_name);
     Pool& p = pool();
     uint64_t nblocks = (uint64_t)spec.grid.x * spec.grid.y * spec.grid.z;
     unsigned helpers = (unsigned)std::min<uint64_t>(pool_size(), nblocks) - 1;
@@ -749,6 +754,8 @@ int run_grid(const GridSpec& spec) {
 }
 
 const char* last_fault_message() { return tl_fault_message.c_str(); }
+
+const char* running_kernel() { return g_running_kernel.load(); }
 
 bool in_kernel() { return tl_worker && tl_worker->cur; }
 

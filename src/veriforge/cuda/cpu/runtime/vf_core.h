@@ -37,6 +37,8 @@ struct GridSpec {
 // last_fault_message(). Never throws.
 int run_grid(const GridSpec& spec);
 const char* last_fault_message();
+// The grid being run right now (any thread), or nullptr; async-signal-safe.
+const char* running_kernel();
 // Validates a launch configuration; returns 0 or a cudaError_t and fills `why`.
 int check_launch_config(dim3 grid, dim3 block, size_t shared_bytes, const char** why);
 
@@ -81,5 +83,22 @@ struct KernelEntry {
 };
 void register_kernel(KernelEntry* entry);
 const std::vector<KernelEntry*>& registered_kernels();
+
+// `extern "C"` host functions callable by name from Python (Module.call): registered by the call
+// shims the front end appends to a module. They take device pointers and launch kernels
+// themselves; the server runs them on its main thread and reports the first failed launch.
+struct FunctionEntry {
+    std::string name;
+    std::vector<ParamInfo> params;
+    size_t blob_size = 0;
+    ParamInfo ret;            // kind 'v' for void
+    const char* problem = ""; // non-empty: the signature cannot be called from Python (why)
+    // Calls the function with arguments unpacked from `blob`; stores the return value (up to 8
+    // bytes, little-endian) in `ret_out`.
+    void (*call)(const FunctionEntry& self, const char* blob, unsigned char* ret_out) = nullptr;
+    void* fn = nullptr;
+};
+void register_function(FunctionEntry* entry);
+const std::vector<FunctionEntry*>& registered_functions();
 
 }  // namespace vf

@@ -118,6 +118,70 @@ template <class... P> struct KernelRegistrar {
         return run_grid(spec);
     }
 };
+// ---- extern "C" host functions callable by name from Python --------------------------------
+// A signature Python can call: by-value trivially copyable parameters (no references), and a
+// return value of at most 8 bytes that is void, arithmetic, an enum (cudaError_t) or a 2-byte
+// half/bfloat16 struct. Anything else is still listed, with the reason, but not callable - so an
+// unusual helper never breaks compiling the module.
+template <class T> inline constexpr bool callable_param_v =
+    !std::is_reference_v<T> && std::is_trivially_copyable_v<T> && !std::is_array_v<T>;
+template <class R> consteval bool callable_return() {
+    if constexpr (std::is_void_v<R>) return true;
+    else if constexpr (std::is_arithmetic_v<R> || std::is_enum_v<R>) return sizeof(R) <= 8;
+    else if constexpr (std::is_class_v<R>) return std::is_trivially_copyable_v<R> && sizeof(R) == 2;
+    else return false;
+}
+template <class R> inline constexpr bool callable_return_v = callable_return<R>();
+
+template <class R, class... P> struct FunctionRegistrar {
+    using Fn = R (*)(P...);
+    FunctionEntry entry;
+    FunctionRegistrar(const char* name, Fn fn) {
+        entry.name = name;
+        entry.fn = reinterpret_cast<void*>(fn);
+        if constexpr (std::is_void_v<R>) {
+            entry.ret.kind = 'v';
+            entry.ret.type = "void";
+        } else {
+            unsigned zero = 0;
+            entry.ret = describe_param<R>(zero);
+        }
+        if constexpr ((callable_param_v<P> && ...) && callable_return_v<R>) {
+            unsigned offset = 0;
+            (entry.params.push_back(describe_param<P>(offset)), ...);
+            entry.blob_size = offset;
+            entry.call = &call;
+        } else {
+            (entry.params.push_back(describe_unsupported<P>()), ...);
+            entry.problem = (callable_param_v<P> && ...)
+                ? "the return type cannot be passed to Python (void, a number, an enum or __half only)"
+                : "a parameter is a reference, an array or not trivially copyable";
+        }
+        register_function(&entry);
+    }
+    template <class T> static ParamInfo describe_unsupported() {
+        ParamInfo p{};
+        p.kind = 's';
+        p.type = type_name<T>();
+        return p;
+    }
+    template <size_t... I>
+    static void invoke(const FunctionEntry& e, const char* blob, unsigned char* ret_out, std::index_sequence<I...>) {
+        Fn fn = reinterpret_cast<Fn>(e.fn);
+        if constexpr (std::is_void_v<R>) {
+            fn(load_param<P>(blob + e.params[I].offset)...);
+            (void)ret_out;
+        } else {
+            R r = fn(load_param<P>(blob + e.params[I].offset)...);
+            std::memcpy(ret_out, &r, sizeof r);
+        }
+    }
+    static void call(const FunctionEntry& e, const char* blob, unsigned char* ret_out) {
+        if constexpr ((callable_param_v<P> && ...) && callable_return_v<R>)
+            invoke(e, blob, ret_out, std::index_sequence_for<P...>{});
+    }
+};
+
 template <class... P> inline KernelRegistrar<P...> make_registrar(const char* name, void (*fn)(P...)) {
     return KernelRegistrar<P...>(name, fn);
 }

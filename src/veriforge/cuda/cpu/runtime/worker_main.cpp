@@ -11,6 +11,9 @@
 //   op 1 DESCRIBE -> reply text: one line per kernel (see describe())
 //   op 2 LAUNCH   -> LaunchHeader, blob, nbufs x BufferSpec, npatches x Patch
 //   op 3 QUIT
+//   op 4 DESCRIBE_FUNCTIONS -> reply text: one line per extern "C" host function
+//   op 5 CALL     -> CallHeader, blob, nbufs x BufferSpec, npatches x Patch; reply text = the 8-byte
+//                    return value (status 0) or the first failed launch's message
 //   reply    = i32 status, u32 length, f64 seconds, then `length` bytes of text
 #include <sys/mman.h>
 #include <unistd.h>
@@ -32,6 +35,17 @@ static std::vector<KernelEntry*>& registry() {
 }
 void register_kernel(KernelEntry* entry) { registry().push_back(entry); }
 const std::vector<KernelEntry*>& registered_kernels() { return registry(); }
+static std::vector<FunctionEntry*>& function_registry() {
+    static std::vector<FunctionEntry*> r;
+    return r;
+}
+void register_function(FunctionEntry* entry) { function_registry().push_back(entry); }
+const std::vector<FunctionEntry*>& registered_functions() { return function_registry(); }
+// Module.call hooks (host_api.cpp).
+void call_begin();
+int call_end(std::string& message);
+void register_device_buffer(void* ptr, size_t size);
+void unregister_device_buffers();
 }  // namespace vf
 
 namespace {
@@ -50,6 +64,14 @@ struct LaunchHeader {
     uint32_t npatches;
     uint32_t pad;
 };
+struct CallHeader {
+    int32_t function;
+    uint32_t blob_size;
+    uint64_t shm_size;
+    uint32_t nbufs;
+    uint32_t npatches;
+};
+static_assert(sizeof(CallHeader) == 24, "CallHeader must match worker.py's _CALL_HEADER");
 struct BufferSpec {
     uint64_t offset;
     uint64_t size;
@@ -63,6 +85,7 @@ int g_cmd = -1, g_reply = -1, g_shm = -1;
 char* g_shm_base = nullptr;
 size_t g_shm_mapped = 0;
 const char* g_current_kernel = nullptr;
+const char* g_current_function = nullptr;
 
 void read_exact(void* dst, size_t n) {
     char* p = static_cast<char*>(dst);
@@ -93,6 +116,23 @@ void reply(int32_t status, const std::string& text, double seconds) {
     } head{status, (uint32_t)text.size(), seconds};
     write_exact(&head, sizeof head);
     write_exact(text.data(), text.size());
+}
+
+std::string param_text(const vf::ParamInfo& p) {
+    return std::string(1, p.kind) + "," + std::to_string(p.size) + "," + std::to_string(p.align) + "," +
+           std::to_string(p.offset) + "," + std::string(1, p.pointee_kind ? p.pointee_kind : '-') + "," +
+           std::to_string(p.pointee_size) + "," + (p.pointee_const ? "1" : "0") + "," + p.type;
+}
+
+std::string describe_functions() {
+    // name \t blob_size \t return param \t problem \t param;param;...  (params as in describe())
+    std::string out;
+    for (const vf::FunctionEntry* e : vf::registered_functions()) {
+        out += e->name + "\t" + std::to_string(e->blob_size) + "\t" + param_text(e->ret) + "\t" + e->problem + "\t";
+        for (size_t i = 0; i < e->params.size(); ++i) out += (i ? ";" : "") + param_text(e->params[i]);
+        out += "\n";
+    }
+    return out;
 }
 
 std::string describe() {
@@ -183,12 +223,88 @@ void launch() {
     else reply(err == 719 ? 2 : 1, vf::last_fault_message(), secs);
 }
 
+// Argument arrays as the called code sees them: the shared memory itself, or under ASan an
+// exact-size heap copy of each (so its bounds are known), copied back by finish_buffers().
+struct Buffers {
+    std::vector<char*> ptrs;
+    bool exact = false;
+};
+
+Buffers prepare_buffers(const std::vector<BufferSpec>& bufs) {
+    Buffers b;
+#if defined(__SANITIZE_ADDRESS__)
+    b.exact = true;
+#endif
+    b.ptrs.resize(bufs.size());
+    for (size_t i = 0; i < bufs.size(); ++i) {
+        char* src = g_shm_base + bufs[i].offset;
+        if (b.exact) {
+            b.ptrs[i] = static_cast<char*>(malloc(bufs[i].size ? bufs[i].size : 1));
+            memcpy(b.ptrs[i], src, bufs[i].size);
+        } else {
+            b.ptrs[i] = src;
+        }
+    }
+    return b;
+}
+
+void finish_buffers(Buffers& b, const std::vector<BufferSpec>& bufs) {
+    if (!b.exact) return;
+    for (size_t i = 0; i < bufs.size(); ++i) {
+        memcpy(g_shm_base + bufs[i].offset, b.ptrs[i], bufs[i].size);
+        free(b.ptrs[i]);
+    }
+}
+
+void call() {
+    CallHeader h;
+    read_exact(&h, sizeof h);
+    std::vector<char> blob(h.blob_size + 16);
+    read_exact(blob.data(), h.blob_size);
+    std::vector<BufferSpec> bufs(h.nbufs);
+    if (h.nbufs) read_exact(bufs.data(), sizeof(BufferSpec) * h.nbufs);
+    std::vector<Patch> patches(h.npatches);
+    if (h.npatches) read_exact(patches.data(), sizeof(Patch) * h.npatches);
+
+    const auto& functions = vf::registered_functions();
+    if (h.function < 0 || (size_t)h.function >= functions.size() || !functions[(size_t)h.function]->call) {
+        reply(1, "unknown or uncallable function index", 0);
+        return;
+    }
+    const vf::FunctionEntry& f = *functions[(size_t)h.function];
+    if (h.shm_size) map_shm(h.shm_size);
+    Buffers b = prepare_buffers(bufs);
+    for (size_t i = 0; i < bufs.size(); ++i) vf::register_device_buffer(b.ptrs[i], bufs[i].size);
+    for (const Patch& p : patches) {
+        char* value = p.buffer < 0 ? nullptr : b.ptrs[(size_t)p.buffer];
+        memcpy(blob.data() + p.blob_offset, &value, sizeof value);
+    }
+    unsigned char ret[8] = {};
+    vf::call_begin();
+    g_current_function = f.name.c_str();
+    auto t0 = std::chrono::steady_clock::now();
+    f.call(f, blob.data(), ret);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    g_current_function = nullptr;
+    std::string message;
+    int err = vf::call_end(message);
+    vf::unregister_device_buffers();
+    finish_buffers(b, bufs);
+    if (err == 0) reply(0, std::string(reinterpret_cast<char*>(ret), sizeof ret), secs);
+    else reply(err == 719 ? 2 : 1, message, secs);
+}
+
 void on_crash(int sig, siginfo_t* info, void*) {
     // Async-signal-safe report; Python adds it to the KernelFault it raises.
     char buf[512];
-    int n = snprintf(buf, sizeof buf, "veriforge: %s in kernel '%s' (address %p)\n",
-                     sig == SIGSEGV ? "segmentation fault" : (sig == SIGBUS ? "bus error" : "arithmetic fault"),
-                     g_current_kernel ? g_current_kernel : "?", info ? info->si_addr : nullptr);
+    const char* kernel = vf::running_kernel();
+    if (!kernel) kernel = g_current_kernel;
+    const char* what = sig == SIGSEGV ? "segmentation fault" : (sig == SIGBUS ? "bus error" : "arithmetic fault");
+    int n = kernel || !g_current_function
+        ? snprintf(buf, sizeof buf, "veriforge: %s in kernel '%s' (address %p)\n", what, kernel ? kernel : "?",
+                   info ? info->si_addr : nullptr)
+        : snprintf(buf, sizeof buf, "veriforge: %s in host function '%s' (address %p)\n", what, g_current_function,
+                   info ? info->si_addr : nullptr);
     if (n > 0) {
         ssize_t ignored = write(2, buf, (size_t)n);
         (void)ignored;
@@ -234,6 +350,8 @@ int main(int argc, char** argv) {
             case 1: reply(0, describe(), 0); break;
             case 2: launch(); break;
             case 3: return 0;
+            case 4: reply(0, describe_functions(), 0); break;
+            case 5: call(); break;
             default: reply(1, "unknown request", 0); break;
         }
     }

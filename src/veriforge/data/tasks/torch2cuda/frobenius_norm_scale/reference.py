@@ -3,8 +3,8 @@ import torch.nn as nn
 
 batch_size = 16
 features = 64
-dim1 = 256
-dim2 = 256
+dim1 = 64
+dim2 = 64
 
 
 class Model(nn.Module):

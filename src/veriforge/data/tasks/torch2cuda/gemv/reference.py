@@ -2,7 +2,7 @@ import torch
 import torch.nn as nn
 
 M = 256 * 8
-K = 131072
+K = 16384
 
 
 class Model(nn.Module):

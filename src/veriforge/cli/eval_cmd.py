@@ -1,0 +1,73 @@
+"""``veriforge eval TASK CANDIDATE``: evaluate one candidate and print a readable verdict.
+
+TASK is a bundled task id, ``family/id`` or a task folder; CANDIDATE a ``.cu`` (C→CUDA) or
+``.py`` (PyTorch→CUDA) file. Results are cached in the run store (``--no-cache`` to skip).
+Exit codes: 0 correct; 1 incorrect, rejected or not compiled; 2 bad arguments or no back-end.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def eval_cmd(
+    task: Annotated[str, typer.Argument(help="task id, family/id, or task folder")],
+    candidate: Annotated[Path, typer.Argument(help="candidate source file (.cu or .py)")],
+    backend: Annotated[str, typer.Option("--backend", "-b", help="cpu or gpu")] = "cpu",
+    profile: Annotated[bool, typer.Option("--profile", help="Nsight Compute profile (GPU back-end)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the full result as JSON")] = False,
+    trials: Annotated[int, typer.Option("--trials", help="fresh-input trials per configuration (>= 2)")] = 2,
+    config: Annotated[list[str] | None, typer.Option("--config", "-c", help="only these configurations")] = None,
+    memcheck: Annotated[bool, typer.Option("--memcheck", help="check every memory access (slower)")] = False,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="seconds for the whole run")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="do not use the run store")] = False,
+) -> None:
+    """Evaluate CANDIDATE on TASK: correctness on every configuration, anti-cheat, time."""
+    from veriforge.errors import VeriforgeError
+
+    if not candidate.is_file():
+        typer.echo(f"error: {candidate} is not a file", err=True)
+        raise typer.Exit(2)
+    if backend not in ("cpu", "gpu"):
+        typer.echo(f"error: --backend must be cpu or gpu, got {backend!r}", err=True)
+        raise typer.Exit(2)
+    from veriforge.cuda.evaluate.harness import evaluate
+
+    store = None
+    try:
+        if not no_cache:
+            from veriforge.core.store import RunStore
+
+            store = RunStore()
+        res = evaluate(task, candidate, backend, store=store, trials=trials, timeout=timeout, profile=profile,
+                       configs=config or None, memcheck=memcheck)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except VeriforgeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    finally:
+        if store is not None:
+            store.close()
+    if as_json:
+        typer.echo(json.dumps(res.to_dict(), indent=2))
+    else:
+        v = res.verdict
+        status = "CORRECT" if v.correct else ("REJECTED" if v.rejected else
+                                              ("DID NOT COMPILE" if not v.compiled else "INCORRECT"))
+        typer.echo(f"{res.task_id}: {status}" + (" (cached)" if res.cached else "") + f"  [backend {res.backend}]")
+        for r in v.results:
+            err = f"max abs {r.max_abs_error:.3g}" if r.max_abs_error is not None else ""
+            typer.echo(f"  {r.config:<14} {'ok' if r.passed else 'FAIL':<5} {err}  {r.message}".rstrip())
+        if v.reason:
+            typer.echo(f"reason: {v.reason}")
+        for m in res.measurements:
+            typer.echo(f"  time[{m.details.get('config', '')}] = {m.value * 1e6:.2f} us  ({m.provenance}, {m.backend})")
+        for note in res.details.get("estimate_notes", []):
+            typer.echo(f"  note: {note}")
+    raise typer.Exit(0 if res.verdict.correct else 1)

@@ -1,0 +1,234 @@
+"""``veriforge moa``: ask one question, sweep a benchmark grid, distill the Reviewer (docs/moa.md).
+
+Heavy imports (the engine, the LLM clients, matplotlib, torch for distillation) happen inside the
+commands so ``veriforge --help`` stays fast. Errors veriforge raises on purpose (no model
+configured, a bad config, an unknown suite) print one ``error:`` line and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from veriforge.errors import VeriforgeError
+
+app = typer.Typer(help="ReM-MoA: Mixture-of-Agents with a ranked reasoning memory.", no_args_is_help=True)
+
+ALL_METHODS = "rem_moa,moa,self_moa,self_consistency,single"
+
+
+def _fail(text: str, code: int = 2) -> None:
+    typer.echo(f"error: {text}", err=True)
+    raise typer.Exit(code)
+
+
+def _settings(ctx: typer.Context) -> Any:
+    from veriforge.cli.main import state
+
+    return state(ctx).settings()
+
+
+def _config(path: Path | None, **overrides: Any) -> Any:
+    from veriforge.moa.config import MoAConfig, load_config
+
+    cfg = load_config(path) if path is not None else MoAConfig()
+    changes = {k: v for k, v in overrides.items() if v is not None}
+    return cfg.replace(**changes) if changes else cfg
+
+
+@app.command("ask")
+def ask_cmd(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Argument(help="The question to answer.")],
+    config: Annotated[Path | None, typer.Option("--config", "-f", help="MoA config TOML (docs/moa.md).")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model for agents without one.")] = None,
+    method: Annotated[str | None, typer.Option("--method", help="rem_moa, moa, self_moa, self_consistency "
+                                                                "or single (overrides the config).")] = None,
+    depth: Annotated[int | None, typer.Option("--depth", min=1, help="Layers (overrides the config).")] = None,
+    width: Annotated[int | None, typer.Option("--width", min=1, help="Agents per layer.")] = None,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Name the run (resume an interrupted one).")] = None,
+    traces_out: Annotated[Path | None, typer.Option("--traces-out", help="Append the traces as JSONL "
+                                                                         "(input for `moa distill`).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Answer QUESTION with ReM-MoA (or a baseline); print the answer and the memory's ranking."""
+    try:
+        from veriforge.core.store import RunStore
+        from veriforge.moa.engine import MoAEngine
+
+        settings = _settings(ctx)
+        cfg = _config(config, method=method, depth=depth, width=width)
+        store = RunStore.from_settings(settings)
+        engine = MoAEngine(cfg, default_model=model, settings=settings, store=store)
+
+        async def go() -> Any:
+            try:
+                return await engine.run(question, run_id=run_id)
+            finally:
+                await engine.aclose()
+
+        result = asyncio.run(go())
+    except VeriforgeError as exc:
+        _fail(str(exc))
+        return
+    if traces_out is not None and result.memory is not None:
+        with traces_out.open("a", encoding="utf-8") as fh:
+            for t in result.memory.proposals():
+                fh.write(json.dumps({"question": question, "question_id": result.run_id, "id": t.id,
+                                     "response": t.reasoning, "answer": t.answer}) + "\n")
+    if as_json:
+        typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
+        return
+    _print_result(result)
+
+
+def _print_result(result: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]run[/] {result.run_id}  [bold]method[/] {result.method}")
+    if result.ranking:
+        table = Table(title="ranked reasoning memory (reviewer)")
+        for col in ("rank", "trace", "layer", "agent", "answer", "score", "games", "verified"):
+            table.add_column(col)
+        for r in result.ranking:
+            score = "" if r.score is None else f"{r.score:.2f}"
+            verified = "" if r.verified is None else str(r.verified)
+            table.add_row(str(r.rank), r.id, str(r.layer), r.agent, str(r.answer), score, str(r.games), verified)
+        console.print(table)
+    spend = result.account
+    cost = "unpriced" if spend.get("cost_usd") is None else f"${spend['cost_usd']:.4f}"
+    console.print(f"[bold]tokens[/] {spend.get('total_tokens', 0)}  [bold]calls[/] {spend.get('calls', 0)}  "
+                  f"[bold]cost[/] {cost}")
+    console.print(f"[bold]references[/] {', '.join(result.final_refs)}")
+    typer.echo(result.text.strip())
+    typer.echo(f"\nANSWER: {result.answer if result.parsed else '(no answer could be extracted)'}")
+
+
+@app.command("bench")
+def bench_cmd(
+    ctx: typer.Context,
+    suite: Annotated[str, typer.Option("--suite", help="gsm8k, math, folio, prontoqa, humaneval, mbpp, mmlu, "
+                                                       "mmlu_pro, commonsenseqa, strategyqa")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for results.{csv,json,md} and plots.")],
+    data: Annotated[Path | None, typer.Option("--data", help="Local file in the suite's public format "
+                                                             "(default: the bundled sample).")] = None,
+    depth: Annotated[str, typer.Option("--depth", help="Depths: 1..6, 1,2,4 or 3.")] = "1..3",
+    width: Annotated[str, typer.Option("--width", help="Widths: 3, 1..5 or 2,4.")] = "3",
+    methods: Annotated[str, typer.Option("--methods", help="Comma-separated methods.")] = ALL_METHODS,
+    config: Annotated[Path | None, typer.Option("--config", "-f", help="Base MoA config TOML.")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model for agents without one.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Use only the first N items.")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Items answered at once.")] = 4,
+    cache: Annotated[bool, typer.Option("--cache/--no-cache", help="LLM request cache (off: honest token "
+                                                                    "counts per cell).")] = False,
+    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots (needs matplotlib).")] = True,
+) -> None:
+    """Depth × width grid for ReM-MoA and the baselines over a suite; writes a table and plots."""
+    try:
+        result_paths, cells = _bench(ctx, suite, out, data, depth, width, methods, config, model, limit,
+                                     concurrency, cache, plots)
+    except VeriforgeError as exc:
+        _fail(str(exc))
+        return
+    for cell in cells:
+        row = cell.row()
+        typer.echo(f"{row['method']:>17} d={row['depth']} w={row['width']}  acc={row['accuracy']:.3f}  "
+                   f"parse_fail={row['parse_failures']}  tokens/item={row['tokens_per_item']}")
+    for name, path in result_paths.items():
+        typer.echo(f"{name}: {path}")
+
+
+def _bench(ctx: typer.Context, suite: str, out: Path, data: Path | None, depth: str, width: str, methods: str,
+           config: Path | None, model: str | None, limit: int | None, concurrency: int, cache: bool,
+           plots: bool) -> tuple[dict[str, Path], list[Any]]:
+    from veriforge.llm.factory import create_client
+    from veriforge.moa.bench import extract_answer, load_suite, score_async
+    from veriforge.moa.engine import MoAEngine
+    from veriforge.moa.extract import Extracted
+    from veriforge.moa.scaling import parse_int_range, run_grid, write_results
+
+    settings = _settings(ctx)
+    depths, widths = parse_int_range(depth), parse_int_range(width)
+    method_list = [m.strip() for m in methods.split(",") if m.strip()]
+    items = load_suite(suite, data, limit=limit)
+    if not items:
+        raise VeriforgeError(f"suite {suite!r} has no items")
+    base = _config(config)
+    instructions = {item.instruction for item in items}
+    shared = len(instructions) == 1
+    if shared:  # the suite's answer format replaces the generic "Answer: <answer>" instruction
+        base = base.replace(instruction=next(iter(instructions)) or base.instruction)
+    llm = settings.llm.model_copy(update={"cache": cache})
+    # Resolve every model once (fails early with the configuration hint) and share the clients.
+    probe = MoAEngine(base.replace(method="rem_moa"), default_model=model, settings=settings)
+    names = {probe.model_name(m) for m in base.replace(method="rem_moa").models()}
+    clients = {name: create_client(name, llm) for name in names}
+
+    def extractor_for(item: Any) -> Any:
+        choices = tuple(item.meta.get("choices") or ())
+
+        def extract(text: str) -> Extracted:
+            answer = extract_answer(item.suite, text, choices=choices)
+            return Extracted(answer, answer is not None, f"{item.suite} extraction")
+
+        return extract
+
+    async def go() -> list[Any]:
+        try:
+            return await run_grid(items, base, methods=method_list, depths=depths, widths=widths, score=score_async,
+                                  extractor_for=extractor_for,
+                                  question_of=(lambda it: it.question) if shared else (lambda it: it.prompt),
+                                  engine_options={"clients": clients, "default_model": model, "settings": settings},
+                                  concurrency=concurrency)
+        finally:
+            for client in clients.values():
+                await client.aclose()
+
+    cells = asyncio.run(go())
+    meta = {"suite": suite, "data": str(data) if data else "bundled", "items": len(items), "depths": depths,
+            "widths": widths, "methods": method_list, "config": base.model_dump(mode="json"), "cache": cache}
+    return write_results(cells, out, title=f"ReM-MoA scaling on {suite}", plots=plots, meta=meta), cells
+
+
+@app.command("distill")
+def distill_cmd(
+    ctx: typer.Context,
+    data: Annotated[Path, typer.Option("--data", help="Traces JSONL (e.g. from `moa ask --traces-out`).")],
+    base_model: Annotated[Path, typer.Option("--base-model", help="Local transformers model to train.")],
+    out: Annotated[Path, typer.Option("--out", help="Output directory (judgements, report, reviewer).")],
+    teacher: Annotated[str | None, typer.Option("--teacher", help="Teacher model string (default: [llm] model).")]
+    = None,
+    steps: Annotated[int, typer.Option("--steps", min=1)] = 100,
+    learning_rate: Annotated[float, typer.Option("--learning-rate")] = 1e-5,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 8,
+    max_pairs_per_question: Annotated[int | None, typer.Option("--max-pairs-per-question", min=1)] = None,
+    test_fraction: Annotated[float, typer.Option("--test-fraction")] = 0.25,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 4,
+    tie_margin: Annotated[float, typer.Option("--tie-margin")] = 0.0,
+    max_length: Annotated[int, typer.Option("--max-length", min=8)] = 512,
+) -> None:
+    """Distill the Reviewer from a stronger teacher's pairwise judgements (delegates to moa.distill)."""
+    try:
+        from veriforge.llm.errors import LLMConfigError
+        from veriforge.llm.naming import no_model_message
+        from veriforge.moa.distill import main_cli
+
+        teacher_model = teacher or _settings(ctx).llm.model
+        if not teacher_model:
+            raise LLMConfigError("no teacher model: pass --teacher MODEL. " + no_model_message())
+        report = main_cli(teacher_model, data, base_model, out, steps=steps, learning_rate=learning_rate,
+                          batch_size=batch_size, max_pairs_per_question=max_pairs_per_question,
+                          test_fraction=test_fraction, seed=seed, concurrency=concurrency, tie_margin=tie_margin,
+                          max_length=max_length)
+    except VeriforgeError as exc:
+        _fail(str(exc))
+        return
+    typer.echo(report.summary())
+    typer.echo(f"report: {Path(out) / 'report.json'}")

@@ -1,0 +1,88 @@
+"""Scaling plots: accuracy vs depth, vs width, vs tokens, one line per method.
+
+matplotlib is imported here only (Agg back-end, no display needed), so the engine and the CLI's
+``--help`` do not pay for it. ``single`` has one cell; it is drawn as a dashed horizontal line
+in the depth and width plots and as a point in the tokens plot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from veriforge.moa.errors import MoAError
+
+if TYPE_CHECKING:
+    from veriforge.moa.scaling import CellResult
+
+__all__ = ["plot_scaling"]
+
+
+def _pyplot():  # type: ignore[no-untyped-def]
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise MoAError("plots need matplotlib: pip install matplotlib (or install veriforge's plots extra)") from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_scaling(cells: Sequence[CellResult], out_dir: str | Path, *, title: str = "") -> dict[str, Path]:
+    """Write the three PNGs into ``out_dir``; returns their paths by name."""
+    plt = _pyplot()
+    out = Path(out_dir)
+    methods = list(dict.fromkeys(c.method for c in cells))
+    widths = sorted({c.width for c in cells if c.method != "single"}) or [1]
+    depths = sorted({c.depth for c in cells if c.method != "single"}) or [1]
+    ref_width, ref_depth = widths[-1], depths[-1]
+    paths: dict[str, Path] = {}
+
+    def axis(x_key: str, fixed_key: str, fixed: int, xlabel: str, name: str) -> None:
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        for method in methods:
+            if method == "single":
+                single = next(c for c in cells if c.method == "single")
+                ax.axhline(single.accuracy, linestyle="--", color="grey", label="single")
+                continue
+            pts = sorted((getattr(c, x_key), c.accuracy) for c in cells
+                         if c.method == method and getattr(c, fixed_key) == fixed)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=method)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("accuracy")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(f"{title} ({fixed_key} = {fixed})" if title else f"{fixed_key} = {fixed}")
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        path = out / f"{name}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths[name] = path
+
+    axis("depth", "width", ref_width, "depth (layers)", "accuracy_vs_depth")
+    axis("width", "depth", ref_depth, "width (proposers per layer)", "accuracy_vs_width")
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for method in methods:
+        pts = sorted((c.tokens_per_item, c.accuracy) for c in cells if c.method == method)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle="-" if len(pts) > 1 else "",
+                label=method)
+    positive = all(c.tokens_per_item > 0 for c in cells)
+    if positive:
+        ax.set_xscale("log")
+    ax.set_xlabel("tokens per item (billed" + (", log scale)" if positive else ")"))
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title or "accuracy vs tokens")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path = out / "accuracy_vs_tokens.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    paths["accuracy_vs_tokens"] = path
+    return paths
