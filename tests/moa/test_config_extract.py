@@ -34,7 +34,7 @@ def test_moa_table_and_errors(tmp_path):
     with pytest.raises(MoAConfigError, match="method"):
         load_config(path)
     path.write_text('depth = 2\n[routing]\ntop_mm = 3\n')
-    with pytest.raises(MoAConfigError, match="routing.top_mm"):
+    with pytest.raises(MoAConfigError, match=r"routing\.top_mm"):
         load_config(path)
     with pytest.raises(MoAConfigError, match="not found"):
         load_config(tmp_path / "missing.toml")

@@ -51,6 +51,9 @@ def plot_scaling(cells: Sequence[CellResult], out_dir: str | Path, *, title: str
                          if c.method == method and getattr(c, fixed_key) == fixed)
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=method)
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel(xlabel)
         ax.set_ylabel("accuracy")
         ax.set_ylim(-0.02, 1.02)

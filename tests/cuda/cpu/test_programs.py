@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -41,6 +42,8 @@ def test_corpus_is_broad():
         assert "__global__" in text, path.name
         assert "PASSED" in text and "FAILED" in text, path.name
         assert "int main" in text, path.name
+    for expected in PROGRAMS_DIR.glob("*.expected"):
+        assert expected.with_suffix(".cu").exists(), expected.name
 
 
 # Programs that use a library the CPU runtime may legitimately refuse (the issue does not require it).
@@ -67,6 +70,12 @@ def test_program_passes_on_cpu_runtime(cpu, path):
     assert res.returncode == 0, detail
     assert "PASSED" in out, detail
     assert "FAILED" not in out, detail
+    expected = path.with_suffix(".expected")
+    if expected.exists():
+        # Lines the program must print, compared as a multiset: device printf from several blocks
+        # has no defined order, but every line must appear exactly as a GPU would format it.
+        missing = Counter(expected.read_text().splitlines()) - Counter(out.splitlines())
+        assert not missing, f"missing output lines: {sorted(missing)}\n{detail}"
 
 
 def _nvcc_compile(path: Path) -> tuple[Path, int, str]:

@@ -463,7 +463,8 @@ class Module:
         exactly as the host launcher of a real extension does; arrays behind non-const pointers are
         written back in place after it returned (all its work is synchronous here). Scalars are
         converted to the parameter types of its C signature. Returns None for ``void``, else an
-        int or float; ``self.last_call`` keeps its printf output and time.
+        int or float. ``self.last_call`` (a CallResult) keeps its printf output and time - also
+        when the call raised, so a failing candidate's own diagnostics stay visible.
 
         Raises LaunchError (unknown function, wrong arguments, a launch inside it with an invalid
         configuration), KernelFault (a fault in one of its kernels - barrier misuse, sanitizer
@@ -475,20 +476,25 @@ class Module:
             server = self._ensure_server()
             shm, offsets = self._stage(server, arrays)
             limit = self.timeout if timeout is None else timeout
+            self.last_call = None
             try:
                 reply = server.call(info.index, bytes(blob),
                                     [(off, a.nbytes) for a, off in zip(arrays, offsets, strict=True)], patches,
                                     timeout=limit)
             except ServerTimeout:
                 self._server = None
+                self.last_call = CallResult(info.name, None, limit, server.stdout_text())
                 raise KernelTimeoutError(
                     f"host function '{info.name}' did not finish within {limit:g} s and was stopped (an endless "
                     f"loop in it or in one of its kernels, or simply too much work for the CPU runtime)"
                 ) from None
             except ServerCrashed as exc:
                 self._server = None
+                self.last_call = CallResult(info.name, None, 0.0, server.stdout_text())
                 raise KernelFault(_crash_message(info.name, exc, self.filename, self.sanitize,
                                                  what="host function")) from None
+            if reply.status != 0:  # a failed launch inside: keep its printf output for diagnosis
+                self.last_call = CallResult(info.name, None, reply.seconds, reply.stdout)
             if reply.status == 1:
                 raise LaunchError(f"host function '{info.name}': {reply.text}")
             if reply.status != 0:

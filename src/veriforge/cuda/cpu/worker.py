@@ -183,6 +183,10 @@ class KernelServer:
         self.close()
         raise ServerCrashed(code, stderr + (f"\n(kernel server ended by {_signal_name(code)})" if code else ""))
 
+    def stdout_text(self) -> str:
+        """Output written since the last request (still readable after the server died)."""
+        return self._read_new(self._stdout, "_stdout_pos")
+
     def stderr_text(self) -> str:
         return self._read_new(self._stderr, "_stderr_pos")
 

@@ -1,0 +1,74 @@
+"""Depth × width scaling grid for ReM-MoA and every baseline, offline, on the scripted simulation.
+
+Run: python benchmarks/moa_scaling.py [--questions 40] [--depth 1..4] [--width 1,3,5] [--out DIR]
+Writes results.{csv,json,md} and accuracy_vs_{depth,width,tokens}.png to
+benchmarks/results/moa_scaling_sim/ (by default).
+
+The items are SimWorld questions (scripted agents of known behaviour, see
+veriforge.moa.simulate and benchmarks/moa_depth_sim.py) so the grid runs anywhere in about a
+minute. For a real benchmark and real models use the same runner through the CLI:
+``veriforge moa bench --suite gsm8k --data test.jsonl --depth 1..6 --width 3 --model vllm:... --out DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+from veriforge.moa.config import METHODS
+from veriforge.moa.extract import default_extractor
+from veriforge.moa.scaling import parse_int_range, run_grid, write_results
+from veriforge.moa.simulate import SimWorld, sim_config
+
+
+@dataclass(frozen=True)
+class SimItem:
+    id: str
+    prompt: str
+
+
+@dataclass(frozen=True)
+class SimScore:
+    correct: bool
+    parsed: str | None
+    parse_failed: bool
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--questions", type=int, default=40)
+    parser.add_argument("--depth", default="1..4")
+    parser.add_argument("--width", default="1,3,5")
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--p", type=float, default=0.4)
+    parser.add_argument("--q", type=float, default=0.6)
+    parser.add_argument("--r", type=float, default=0.8)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "moa_scaling_sim")
+    args = parser.parse_args()
+
+    world = SimWorld(p=args.p, q=args.q, r=args.r)
+    items = [SimItem(id=f"q{i}", prompt=world.question(i)) for i in range(args.questions)]
+
+    def score(item: SimItem, text: str) -> SimScore:
+        answer = default_extractor(text).answer
+        return SimScore(world.correct(item.prompt, answer), answer, answer is None)
+
+    def report(cell) -> None:  # type: ignore[no-untyped-def]
+        row = cell.row()
+        print(f"{row['method']:>17} d={row['depth']} w={row['width']}  acc={row['accuracy']:.3f}  "
+              f"tokens/item={row['tokens_per_item']}", flush=True)
+
+    cells = asyncio.run(run_grid(items, sim_config("rem_moa", 1, 3), methods=args.methods.split(","),
+                                 depths=parse_int_range(args.depth), widths=parse_int_range(args.width),
+                                 score=score, engine_options={"clients": world.clients()}, concurrency=16,
+                                 on_cell=report))
+    paths = write_results(cells, args.out, title=f"SimWorld p={args.p} q={args.q} r={args.r}",
+                          meta={"questions": args.questions, "p": args.p, "q": args.q, "r": args.r})
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+
+
+if __name__ == "__main__":
+    main()
