@@ -99,12 +99,15 @@ def state(ctx: typer.Context) -> CliState:
 
 
 def _register() -> None:
-    from veriforge.cli import config_cmd, cuda, cuda_analyze, doctor
+    from veriforge.cli import config_cmd, cuda, cuda_analyze, doctor, eval_cmd, moa_cmd, tasks_cmd
 
     app.command("doctor")(doctor.doctor)
     app.add_typer(config_cmd.app, name="config")
     cuda.app.command("analyze")(cuda_analyze.analyze_cmd)
     app.add_typer(cuda.app, name="cuda")
+    app.add_typer(tasks_cmd.app, name="tasks")
+    app.command("eval")(eval_cmd.eval_cmd)
+    app.add_typer(moa_cmd.app, name="moa")
 
 
 _register()

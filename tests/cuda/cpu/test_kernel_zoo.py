@@ -108,6 +108,18 @@ __global__ void geometry3d(int* out) {
                (threadIdx.z << 6) | (threadIdx.y << 3) | threadIdx.x;
 }
 
+namespace ops {
+__global__ void negate(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = -x[i];
+}
+}  // namespace ops
+
+extern "C" __global__ void c_square(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] * x[i];
+}
+
 __global__ void int_intrinsics(const unsigned* x, unsigned* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -565,6 +577,15 @@ def test_3d_grid_and_block(elementwise):
                         for tx in range(block[0]):
                             expected.append((bz << 24) | (by << 16) | (bx << 8) | (tz << 6) | (ty << 3) | tx)
     np.testing.assert_array_equal(out, expected)
+
+
+def test_namespaced_and_extern_c_kernels(elementwise):
+    x = np.linspace(-3, 3, 301, dtype=np.float32)
+    y = x.copy()
+    elementwise.launch("ops::negate", _blocks(x.size, 128), 128, [y, y.size])
+    np.testing.assert_array_equal(y, -x)
+    elementwise.launch("c_square", _blocks(x.size, 128), 128, [y, y.size])
+    np.testing.assert_array_equal(y, x * x)
 
 
 def test_integer_intrinsics(elementwise):
