@@ -15,6 +15,7 @@ from veriforge.cuda.cpu.source import scan
 SOURCE = r"""
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
+#include <cuda_bf16.h>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -99,6 +100,11 @@ __global__ void half_axpy(const __half* x, __half* y, float a, int n) {
     if (i < n) y[i] = __float2half(a * __half2float(x[i]) + __half2float(y[i]));
 }
 extern "C" void hax(const __half* x, __half* y, float a, int n) { half_axpy<<<(n + 63) / 64, 64>>>(x, y, a, n); }
+__global__ void bf_twice(__nv_bfloat16* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = __float2bfloat16(2.f * __bfloat162float(x[i]));
+}
+extern "C" void bf16_double(__nv_bfloat16* x, int n) { bf_twice<<<1, 64>>>(x, n); }
 extern "C" __half half_first(const __half* x) {
     __half h;
     cudaMemcpy(&h, x, sizeof h, cudaMemcpyDeviceToHost);
@@ -177,6 +183,13 @@ extern "C" __global__ void c_kernel(float* x) { x[0] = 1.f; }
 extern "C" int declared_first(int v);
 int declared_first(int v) { return v + 1; }
 """
+
+
+def _line_of(source: str, text: str) -> int:
+    """kernel.cu line of the only source line equal to ``text`` (the module's line 1 is source line 1)."""
+    lines = source.split("\n")
+    assert lines.count(text) == 1
+    return lines.index(text) + 1
 
 
 @pytest.fixture(scope="module")
@@ -275,6 +288,14 @@ def test_half_buffers(mod):
     expected = (0.5 * x.astype(np.float32) + y.astype(np.float32)).astype(np.float16)
     mod.call("hax", [x, y, 0.5, 200])
     np.testing.assert_allclose(y.astype(np.float32), expected.astype(np.float32), rtol=2e-3, atol=2e-3)
+    # bfloat16 travels as the int16 bits of the values (numpy has no bfloat16); doubling adds 1 to the exponent
+    values = np.array([1.0, -3.5, 0.15625, 1000.0], np.float32)
+    bits = (values.view(np.uint32) >> 16).astype(np.uint16).view(np.int16)
+    mod.call("bf16_double", [bits, 4])
+    back = (bits.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    np.testing.assert_array_equal(back, 2 * values)
+    with pytest.raises(cpu.LaunchError, match=r"__nv_bfloat16\*\): got a float32 array"):
+        mod.call("bf16_double", [values, 4])
 
 
 def test_streams_events_async_copies_and_constants(mod):
@@ -317,8 +338,9 @@ def test_endless_loop_times_out_and_the_module_recovers(mod):
 
 def test_fault_inside_a_kernel_raises_and_is_visible_to_the_function(mod):
     x = np.zeros(32, np.float32)
-    with pytest.raises(cpu.KernelFault, match=r"host function 'divergent_barrier': kernel 'divergent'.*kernel\.cu:"
-                                              r"1[0-9]{2}"):
+    barrier_line = _line_of(SOURCE, "        __syncthreads();")
+    with pytest.raises(cpu.KernelFault, match=rf"host function 'divergent_barrier': kernel 'divergent'.*"
+                                              rf"__syncthreads\(\) \(line {barrier_line}\)"):
         mod.call("divergent_barrier", [x])
     # the function saw the error itself (launch error and the sticky fault), and it is not written back
     assert mod.last_call.stdout == "launch=719 later=719\n"
@@ -347,7 +369,8 @@ def test_server_state_persists_between_calls(mod):
 
 
 def test_bad_names_and_arguments(mod):
-    with pytest.raises(cpu.LaunchError, match=r"unknown host function 'nope'.*void solve\(const float\*, float\*, int\)"):
+    with pytest.raises(cpu.LaunchError,
+                       match=r"unknown host function 'nope'.*void solve\(const float\*, float\*, int\)"):
         mod.call("nope", [])
     with pytest.raises(cpu.LaunchError, match=r"'square' is a __global__ kernel: run it with launch\(\)"):
         mod.call("square", [])
@@ -409,6 +432,6 @@ extern "C" void never_defined(int);
 int main() { return 0; }
 // extern "C" void in_comment() {}
 """
-    names = [f.name for f in scan(src).host_functions]
-    assert names == ["in_ns", "in_block", "both", "later"]
-    assert [f.expr for f in scan(src).host_functions][0] == "ns::in_ns"
+    found = scan(src).host_functions
+    assert [f.name for f in found] == ["in_ns", "in_block", "both", "later"]
+    assert found[0].expr == "ns::in_ns" and found[1].line == 6

@@ -238,7 +238,8 @@ def scan(src: str) -> ScannedSource:
 
 _EXTERN_C = re.compile(r'\bextern\s*"\s*"')
 _NOT_A_NAME = {"__attribute__", "__declspec", "__launch_bounds__", "alignas", "decltype", "__align__",
-               "if", "while", "for", "switch", "return", "sizeof"}
+               "if", "while", "for", "switch", "return", "sizeof", "void", "int", "float", "double", "char",
+               "short", "long", "unsigned", "signed", "bool", "const", "auto"}
 
 
 def _statements(masked: str, start: int, end: int, single: bool):

@@ -164,65 +164,6 @@ void map_shm(size_t size) {
     g_shm_mapped = size;
 }
 
-void launch() {
-    LaunchHeader h;
-    read_exact(&h, sizeof h);
-    std::vector<char> blob(h.blob_size + 16);
-    read_exact(blob.data(), h.blob_size);
-    std::vector<BufferSpec> bufs(h.nbufs);
-    if (h.nbufs) read_exact(bufs.data(), sizeof(BufferSpec) * h.nbufs);
-    std::vector<Patch> patches(h.npatches);
-    if (h.npatches) read_exact(patches.data(), sizeof(Patch) * h.npatches);
-
-    const auto& kernels = vf::registered_kernels();
-    if (h.kernel < 0 || (size_t)h.kernel >= kernels.size()) {
-        reply(1, "unknown kernel index", 0);
-        return;
-    }
-    const vf::KernelEntry& k = *kernels[(size_t)h.kernel];
-    if (h.shm_size) map_shm(h.shm_size);
-#if defined(__SANITIZE_ADDRESS__)
-    // Exact-size heap copies, so AddressSanitizer knows every array's bounds.
-    constexpr bool exact = true;
-#else
-    constexpr bool exact = false;
-#endif
-    std::vector<char*> ptrs(h.nbufs);
-    for (uint32_t i = 0; i < h.nbufs; ++i) {
-        char* src = g_shm_base + bufs[i].offset;
-        if (exact) {
-            ptrs[i] = static_cast<char*>(malloc(bufs[i].size ? bufs[i].size : 1));
-            memcpy(ptrs[i], src, bufs[i].size);
-        } else {
-            ptrs[i] = src;
-        }
-    }
-    for (const Patch& p : patches) {
-        char* value = p.buffer < 0 ? nullptr : ptrs[(size_t)p.buffer];
-        memcpy(blob.data() + p.blob_offset, &value, sizeof value);
-    }
-    vf::GridSpec spec{k.name.c_str(),
-                      dim3(h.grid[0], h.grid[1], h.grid[2]),
-                      dim3(h.block[0], h.block[1], h.block[2]),
-                      (size_t)h.shared_bytes,
-                      nullptr,
-                      nullptr,
-                      (h.flags & 1u) != 0};
-    g_current_kernel = k.name.c_str();
-    auto t0 = std::chrono::steady_clock::now();
-    int err = k.run(k, blob.data(), spec);
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    g_current_kernel = nullptr;
-    if (exact) {
-        for (uint32_t i = 0; i < h.nbufs; ++i) {
-            memcpy(g_shm_base + bufs[i].offset, ptrs[i], bufs[i].size);
-            free(ptrs[i]);
-        }
-    }
-    if (err == 0) reply(0, "", secs);
-    else reply(err == 719 ? 2 : 1, vf::last_fault_message(), secs);
-}
-
 // Argument arrays as the called code sees them: the shared memory itself, or under ASan an
 // exact-size heap copy of each (so its bounds are known), copied back by finish_buffers().
 struct Buffers {
@@ -254,6 +195,45 @@ void finish_buffers(Buffers& b, const std::vector<BufferSpec>& bufs) {
         memcpy(g_shm_base + bufs[i].offset, b.ptrs[i], bufs[i].size);
         free(b.ptrs[i]);
     }
+}
+
+void launch() {
+    LaunchHeader h;
+    read_exact(&h, sizeof h);
+    std::vector<char> blob(h.blob_size + 16);
+    read_exact(blob.data(), h.blob_size);
+    std::vector<BufferSpec> bufs(h.nbufs);
+    if (h.nbufs) read_exact(bufs.data(), sizeof(BufferSpec) * h.nbufs);
+    std::vector<Patch> patches(h.npatches);
+    if (h.npatches) read_exact(patches.data(), sizeof(Patch) * h.npatches);
+
+    const auto& kernels = vf::registered_kernels();
+    if (h.kernel < 0 || (size_t)h.kernel >= kernels.size()) {
+        reply(1, "unknown kernel index", 0);
+        return;
+    }
+    const vf::KernelEntry& k = *kernels[(size_t)h.kernel];
+    if (h.shm_size) map_shm(h.shm_size);
+    Buffers b = prepare_buffers(bufs);
+    for (const Patch& p : patches) {
+        char* value = p.buffer < 0 ? nullptr : b.ptrs[(size_t)p.buffer];
+        memcpy(blob.data() + p.blob_offset, &value, sizeof value);
+    }
+    vf::GridSpec spec{k.name.c_str(),
+                      dim3(h.grid[0], h.grid[1], h.grid[2]),
+                      dim3(h.block[0], h.block[1], h.block[2]),
+                      (size_t)h.shared_bytes,
+                      nullptr,
+                      nullptr,
+                      (h.flags & 1u) != 0};
+    g_current_kernel = k.name.c_str();
+    auto t0 = std::chrono::steady_clock::now();
+    int err = k.run(k, blob.data(), spec);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    g_current_kernel = nullptr;
+    finish_buffers(b, bufs);
+    if (err == 0) reply(0, "", secs);
+    else reply(err == 719 ? 2 : 1, vf::last_fault_message(), secs);
 }
 
 void call() {

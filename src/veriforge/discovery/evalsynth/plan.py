@@ -1,0 +1,236 @@
+"""Plan an evaluator from the gold outputs: which kind of comparison, which metric, which thresholds.
+
+The plan is decided *before* any code is written (and stored in ``task.json`` as ``eval_plan``),
+so a reviewer can read what "correct" means for a task without reading code. Decisions, and
+why:
+
+* **Kind** comes from the file's extension, confirmed by its content (a ``.txt`` holding one
+  number is a ``scalar``; a ``.csv`` that does not parse is ``text``).
+* **Tables**: columns are matched by name (case-insensitive, any order) because column order is
+  an artefact of how a DataFrame was built, not of the science. Extra columns are allowed (an
+  analyst may add a helpful column) unless the plan says otherwise. Rows are ``unordered`` unless
+  the gold program sorts its output (``sort_values``, ``sorted``, ``nlargest``, ``rank`` ...):
+  then order is part of the answer. Unordered rows are aligned by a unique key (text or integer
+  columns that identify rows in the gold), else by a canonical sort. A leading pandas index column
+  (empty header, values 0..n-1) is ignored.
+* **Tolerances**: ``rtol=1e-4, atol=1e-8`` by default: loose enough for float formatting and
+  summation order, tight enough that any change of the analysis shows.
+* **Images**: same size within 2 px, mean SSIM ≥ 0.95 on grayscale.
+* **Text**: token-for-token with numeric tolerance for short text (≤ 400 tokens); token-overlap
+  F1 ≥ 0.9 for longer prose.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from veriforge.discovery.evalsynth import runtime
+
+DEFAULT_RTOL = 1e-4
+DEFAULT_ATOL = 1e-8
+DEFAULT_MIN_SSIM = 0.95
+TEXT_EXACT_MAX_TOKENS = 400
+
+TABLE_EXT = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
+JSON_EXT = {".json"}
+ARRAY_EXT = {".npy", ".npz"}
+IMAGE_EXT = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
+TEXT_EXT = {".txt", ".dat", ".out", ".log", ".md", ".text", ".csvlog"}
+# Formats we could compare as text but should not: their bytes embed dates, ids and renderer
+# details, so a byte/token comparison would fail correct predictions. Model-only.
+MODEL_ONLY_EXT = {".svg", ".pdf", ".html", ".htm", ".eps", ".ps", ".pkl", ".pickle", ".joblib", ".pt", ".h5"}
+
+_SORTING_CALLS = re.compile(r"\b(sort_values|sort_index|sorted|nlargest|nsmallest|argsort|rank|\.sort)\s*\(")
+
+
+def normalize_output(rel: str) -> str:
+    """``pred_results/a/b.csv`` and ``a/b.csv`` both name ``a/b.csv`` (relative to pred_dir)."""
+    rel = rel.replace("\\", "/")
+    while rel.startswith("./"):
+        rel = rel[2:]
+    if rel.startswith("pred_results/"):
+        rel = rel[len("pred_results/") :]
+    if not rel or rel.startswith("/") or ".." in Path(rel).parts:
+        raise ValueError(f"output path must be relative and inside pred_results/: {rel!r}")
+    return rel
+
+
+def program_sorts_output(program_source: str | None) -> bool:
+    """Whether the gold program orders its rows on purpose (then row order is part of the answer)."""
+    return bool(program_source and _SORTING_CALLS.search(program_source))
+
+
+def plan_output(gold_path: Path, rel: str, program_source: str | None = None) -> dict[str, Any]:
+    """The plan entry for one output file: ``{path, kind, metric, params, reason}``.
+
+    Kind ``"unsupported"`` means no deterministic comparison fits (a model may write one).
+    """
+    ext = gold_path.suffix.lower()
+    data = gold_path.read_bytes()
+    if ext in TABLE_EXT:
+        entry = _plan_table(data, TABLE_EXT[ext], program_source)
+        if entry is not None:
+            return {"path": rel, **entry}
+    if ext in JSON_EXT:
+        try:
+            json.loads(data.decode("utf-8-sig"))
+            return {
+                "path": rel,
+                "kind": "json",
+                "metric": "nested structure equal; numbers within tolerance; list order kept",
+                "params": {"rtol": DEFAULT_RTOL, "atol": DEFAULT_ATOL, "extra_keys": False},
+                "reason": "JSON document",
+            }
+        except ValueError:
+            pass
+    if ext in ARRAY_EXT:
+        return {
+            "path": rel,
+            "kind": "array",
+            "metric": "same names and shapes; numpy.allclose",
+            "params": {"rtol": DEFAULT_RTOL, "atol": DEFAULT_ATOL},
+            "reason": f"NumPy {ext} file",
+        }
+    if ext in IMAGE_EXT:
+        return {
+            "path": rel,
+            "kind": "image",
+            "metric": "size within 2 px; mean grayscale SSIM",
+            "params": {"min_ssim": DEFAULT_MIN_SSIM, "size_tolerance": 2},
+            "reason": "raster image (figure)",
+        }
+    if ext in MODEL_ONLY_EXT:
+        return {"path": rel, "kind": "unsupported", "reason": f"{ext} needs a model-written comparison"}
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return {"path": rel, "kind": "unsupported", "reason": "binary file of unknown format"}
+    if not text.strip():
+        return {"path": rel, "kind": "unsupported", "reason": "gold output is empty: nothing to compare"}
+    if runtime.parse_number(text.strip()) is not None:
+        return {
+            "path": rel,
+            "kind": "scalar",
+            "metric": "single number within tolerance",
+            "params": {"rtol": DEFAULT_RTOL, "atol": DEFAULT_ATOL},
+            "reason": "text file holding one number",
+        }
+    n_tokens = len(runtime.tokens(text))
+    exact = n_tokens <= TEXT_EXACT_MAX_TOKENS
+    return {
+        "path": rel,
+        "kind": "text",
+        "metric": "token sequence equal, numbers within tolerance" if exact else "token-overlap F1",
+        "params": {
+            "mode": "exact" if exact else "overlap",
+            "min_f1": 0.9,
+            "rtol": DEFAULT_RTOL,
+            "atol": DEFAULT_ATOL,
+            "ignore_case": False,
+        },
+        "reason": f"text, {n_tokens} tokens",
+    }
+
+
+def _plan_table(data: bytes, sep: str, program_source: str | None) -> dict[str, Any] | None:
+    text = data.decode("utf-8-sig", errors="replace")
+    rows = [r for r in csv.reader(io.StringIO(text), delimiter=sep) if any(c.strip() for c in r)]
+    if len(rows) < 1 or len(rows[0]) < 1:
+        return None
+    header = [h.strip() for h in rows[0]]
+    body = rows[1:]
+    if any(len(r) != len(header) for r in body) or len(set(map(str.lower, header))) != len(header):
+        return None  # ragged or duplicate names: not a table we can match by column name
+    ignore: list[str] = []
+    if header[0] == "" and all(r[0].strip() == str(i) for i, r in enumerate(body)):
+        ignore.append(header[0])  # pandas' default index written by to_csv()
+    columns = [h for h in header if h not in ignore]
+    if not columns:
+        return None
+    numeric: dict[str, bool] = {}
+    integral: dict[str, bool] = {}
+    for j, h in enumerate(header):
+        if h in ignore:
+            continue
+        values = [runtime.parse_number(r[j]) for r in body]
+        numeric[h] = (
+            bool(body) and all(v is not None for v in values) and any(v == v for v in values if v is not None)
+        )
+        integral[h] = numeric[h] and all(
+            v == v and float(v).is_integer() and "." not in r[j] and "e" not in r[j].lower()
+            for v, r in zip(values, body, strict=True)
+        )
+    ordered = program_sorts_output(program_source)
+    keys = [] if ordered else _unique_key(header, body, columns, numeric, integral)
+    return {
+        "kind": "table",
+        "metric": "columns by name; text cells exact; numbers within tolerance",
+        "params": {
+            "sep": sep,
+            "columns": columns,
+            "numeric": numeric,
+            "ignore_columns": ignore,
+            "extra_columns": True,
+            "row_order": "ordered" if ordered else "unordered",
+            "key_columns": keys,
+            "rtol": DEFAULT_RTOL,
+            "atol": DEFAULT_ATOL,
+        },
+        "reason": (
+            f"{len(body)} rows x {len(columns)} columns; rows "
+            + (
+                "ordered: the gold program sorts its output"
+                if ordered
+                else f"unordered (aligned by {keys})"
+                if keys
+                else "unordered (canonical sort)"
+            )
+        ),
+    }
+
+
+def _unique_key(
+    header: list[str],
+    body: list[list[str]],
+    columns: list[str],
+    numeric: dict[str, bool],
+    integral: dict[str, bool],
+) -> list[str]:
+    """The text/integer columns that identify each gold row, if they do (else ``[]``)."""
+    candidates = [c for c in columns if not numeric[c] or integral[c]]
+    if not candidates or not body:
+        return []
+    idx = [header.index(c) for c in candidates]
+    # Prefer one identifying column; fall back to all candidate columns together.
+    for j, c in zip(idx, candidates, strict=True):
+        values = [r[j].strip() for r in body]
+        if len(set(values)) == len(values):
+            return [c]
+    tuples = [tuple(r[j].strip() for j in idx) for r in body]
+    return candidates if len(set(tuples)) == len(tuples) else []
+
+
+def plan_outputs(
+    gold_dir: Path | str, outputs: list[str], program_source: str | None = None
+) -> dict[str, Any]:
+    """The whole plan: one entry per output (in the order given), plus the defaults used."""
+    gold_dir = Path(gold_dir)
+    entries = []
+    for out in outputs:
+        rel = normalize_output(out)
+        path = gold_dir / rel
+        if not path.is_file():
+            entries.append({"path": rel, "kind": "unsupported", "reason": "no gold file"})
+            continue
+        entries.append(plan_output(path, rel, program_source))
+    return {
+        "version": 1,
+        "outputs": entries,
+        "defaults": {"rtol": DEFAULT_RTOL, "atol": DEFAULT_ATOL, "min_ssim": DEFAULT_MIN_SSIM},
+        "all_outputs_must_pass": True,
+    }

@@ -1,0 +1,231 @@
+"""Find a program's dataset reads, output writes, imports and entry point by AST analysis.
+
+The tables below name the calls research code uses to read inputs and write results (pandas, NumPy,
+SciPy, matplotlib, PIL/imageio/OpenCV, h5py, xarray, torch, joblib, builtin ``open``). A call only
+counts when its path argument evaluates statically (see :mod:`veriforge.discovery.pathexpr`); the
+others are kept as *unresolved* so the miner can say why a program was not built.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Literal
+
+from veriforge.discovery.pathexpr import PathEvaluator, PathValue
+
+__all__ = ["Analysis", "IORef", "analyse", "entry_kind", "top_level_imports"]
+
+Role = Literal["read", "write", "mkdir"]
+
+READ_CALLS = frozenset({
+    "read_csv", "read_table", "read_fwf", "read_excel", "read_json", "read_parquet", "read_feather",
+    "read_pickle", "read_hdf", "read_stata", "read_sas", "read_spss", "read_orc", "read_xml", "read_file",
+    "loadtxt", "genfromtxt", "fromfile", "load", "loadmat", "imread", "open_dataset", "open_mfdataset",
+    "open_dataarray", "read_image", "load_workbook", "read_sql", "read_nifti", "ExcelFile",
+})
+WRITE_CALLS = frozenset({
+    "to_csv", "to_excel", "to_json", "to_parquet", "to_feather", "to_pickle", "to_hdf", "to_latex", "to_html",
+    "to_markdown", "to_netcdf", "to_stata", "save", "savez", "savez_compressed", "savetxt", "savefig", "imsave",
+    "imwrite", "savemat", "dump", "ExcelWriter", "write_image", "to_file", "tofile",
+})
+RECEIVER_READS = frozenset({"read_text", "read_bytes"})
+RECEIVER_WRITES = frozenset({"write_text", "write_bytes"})
+OPENERS = frozenset({"open", "File"})  # builtin/io/gzip/codecs open, PIL Image.open, h5py.File
+MKDIRS = frozenset({"makedirs", "mkdir"})
+PATH_KEYWORDS = ("path", "fname", "file", "filepath", "filepath_or_buffer", "path_or_buf", "filename", "f", "fp",
+                 "excel_writer", "io", "name", "uri", "path_or_buffer")
+_TEXTUAL_EXT_HINTS = (".", "/")
+
+
+@dataclass
+class IORef:
+    """One read, write or mkdir call whose path the program uses."""
+
+    role: Role
+    call: str
+    line: int
+    value: str | None
+    node: ast.AST | None = field(default=None, repr=False, compare=False)
+    path: PathValue | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"role": self.role, "call": self.call, "line": self.line, "value": self.value}
+
+
+@dataclass
+class Analysis:
+    """What one module does with files."""
+
+    tree: ast.Module
+    evaluator: PathEvaluator
+    refs: list[IORef]
+    imports: list[str]
+    relative_imports: bool
+    entry: str | None
+
+    @property
+    def reads(self) -> list[IORef]:
+        return [r for r in self.refs if r.role == "read"]
+
+    @property
+    def writes(self) -> list[IORef]:
+        return [r for r in self.refs if r.role == "write"]
+
+    @property
+    def mkdirs(self) -> list[IORef]:
+        return [r for r in self.refs if r.role == "mkdir"]
+
+
+def _call_name(func: ast.expr) -> str:
+    if isinstance(func, ast.Attribute):
+        inner = _call_name(func.value)
+        return f"{inner}.{func.attr}" if inner else func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return ""
+
+
+def _mode_of(call: ast.Call, position: int) -> str:
+    mode: ast.expr | None = call.args[position] if len(call.args) > position else None
+    for kw in call.keywords:
+        if kw.arg == "mode":
+            mode = kw.value
+    if isinstance(mode, ast.Constant) and isinstance(mode.value, str):
+        return mode.value
+    return "r"
+
+
+def _looks_like_path(value: str) -> bool:
+    return bool(value) and "\n" not in value and len(value) < 4096 and any(h in value for h in _TEXTUAL_EXT_HINTS)
+
+
+def _path_arg(ev: PathEvaluator, call: ast.Call, positions: tuple[int, ...]) -> tuple[ast.AST | None, PathValue | None]:
+    candidates: list[ast.AST] = [call.args[i] for i in positions if i < len(call.args)]
+    candidates += [kw.value for kw in call.keywords if kw.arg in PATH_KEYWORDS]
+    for node in candidates:
+        pv = ev.evaluate(node)
+        if pv is not None and _looks_like_path(pv.value):
+            return node, pv
+    return (candidates[0] if candidates else None), None
+
+
+def _classify(ev: PathEvaluator, call: ast.Call) -> IORef | None:
+    func = call.func
+    name = _call_name(func)
+    attr = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    line = call.lineno
+    if attr in RECEIVER_READS | RECEIVER_WRITES and isinstance(func, ast.Attribute):
+        pv = ev.evaluate(func.value)
+        role: Role = "read" if attr in RECEIVER_READS else "write"
+        return IORef(role, name, line, pv.value if pv else None, func.value, pv)
+    if attr in MKDIRS:
+        if isinstance(func, ast.Attribute) and attr == "mkdir" and not call.args:
+            pv = ev.evaluate(func.value)  # Path("out").mkdir(parents=True)
+            return IORef("mkdir", name, line, pv.value if pv else None, func.value, pv)
+        node, pv = _path_arg(ev, call, (0,))
+        return IORef("mkdir", name, line, pv.value if pv else None, node, pv)
+    if attr in OPENERS:
+        mode_pos = 1
+        node, pv = _path_arg(ev, call, (0,))
+        mode = _mode_of(call, mode_pos)
+        role = "write" if any(c in mode for c in "wax") else "read"
+        if node is None and pv is None:
+            return None
+        return IORef(role, name, line, pv.value if pv else None, node, pv)
+    if attr in READ_CALLS:
+        node, pv = _path_arg(ev, call, (0,))
+        if attr == "load" and pv is None:
+            return None  # json.load(fh), pickle.load(fh): the path is on the open() call
+        return IORef("read", name, line, pv.value if pv else None, node, pv)
+    if attr in WRITE_CALLS:
+        if attr in ("dump",):
+            node, pv = _path_arg(ev, call, (1,))  # joblib.dump(obj, "model.pkl"); json.dump(obj, fh) has no path
+            if pv is None:
+                return None
+            return IORef("write", name, line, pv.value, node, pv)
+        node, pv = _path_arg(ev, call, (0, 1))
+        if pv is None and attr == "save" and not call.args and not call.keywords:
+            return None
+        return IORef("write", name, line, pv.value if pv else None, node, pv)
+    return None
+
+
+def top_level_imports(tree: ast.Module) -> tuple[list[str], bool]:
+    """Top-level module names imported anywhere in the module, and whether relative imports occur."""
+    names: set[str] = set()
+    relative = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                relative = True
+            elif node.module:
+                names.add(node.module.split(".")[0])
+    return sorted(names), relative
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Compare):
+        return False
+    parts = [stmt.test.left, *stmt.test.comparators]
+    names = {p.id for p in parts if isinstance(p, ast.Name)}
+    consts = {p.value for p in parts if isinstance(p, ast.Constant)}
+    return "__name__" in names and "__main__" in consts
+
+
+_CONFIG_CALLS = frozenset({"Path", "join", "dirname", "abspath", "realpath", "expanduser", "getenv", "get",
+                           "ArgumentParser", "getLogger", "use", "filterwarnings", "seed", "set_option",
+                           "set_style", "set_theme", "TypeVar", "namedtuple", "compile", "resolve", "str",
+                           "int", "float", "list", "dict", "set", "tuple", "frozenset", "field", "dataclass"})
+
+
+def _is_code(stmt: ast.stmt) -> bool:
+    """True for a top-level statement that does work (not an import, definition or constant)."""
+    if isinstance(stmt, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+                  | ast.Pass | ast.Global):
+        return False
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+        return False  # docstring
+    if isinstance(stmt, ast.Assign | ast.AnnAssign):
+        value = stmt.value
+        if value is None:
+            return False
+        for node in ast.walk(value):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                if name not in _CONFIG_CALLS:
+                    return True
+        return False
+    if isinstance(stmt, ast.Try):
+        return any(_is_code(s) for s in stmt.body)
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        name = _call_name(stmt.value.func).split(".")[-1]
+        return name not in ("use", "filterwarnings", "seed", "set_option", "set_style", "set_theme")
+    return True
+
+
+def entry_kind(tree: ast.Module) -> str | None:
+    """``"main_guard"``, ``"top_level"`` (script body does work) or None (definitions only)."""
+    if any(_is_main_guard(s) for s in tree.body):
+        return "main_guard"
+    if any(_is_code(s) for s in tree.body):
+        return "top_level"
+    return None
+
+
+def analyse(source: str, file_path: str | None = None, tree: ast.Module | None = None) -> Analysis:
+    """Analyse ``source`` (raises SyntaxError when it does not parse)."""
+    tree = tree or ast.parse(source)
+    ev = PathEvaluator(tree, file_path=file_path)
+    refs: list[IORef] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            ref = _classify(ev, node)
+            if ref is not None:
+                refs.append(ref)
+    refs.sort(key=lambda r: (r.line, r.role))
+    imports, relative = top_level_imports(tree)
+    return Analysis(tree, ev, refs, imports, relative, entry_kind(tree))

@@ -1,0 +1,48 @@
+"""Turn a Jupyter notebook into a plain Python script (code cells in order, magics removed).
+
+Notebooks are analysed and run as scripts: cells are concatenated with a ``# In[k]`` marker so line
+numbers in errors still point at a cell. IPython magics and shell escapes (``%matplotlib``,
+``!pip install``) have no meaning outside IPython and are commented out; a cell whose last line is a
+bare expression (a displayed value) keeps working as a no-op statement.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from veriforge.discovery.errors import DiscoveryError
+
+__all__ = ["NotebookError", "notebook_to_script"]
+
+
+class NotebookError(DiscoveryError):
+    """The file is not a readable notebook."""
+
+
+def notebook_to_script(path: str | Path) -> str:
+    """The code cells of the notebook at ``path`` as one Python script."""
+    try:
+        nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NotebookError(f"{path}: not a readable notebook ({exc})") from exc
+    cells = nb.get("cells")
+    if cells is None:  # nbformat 3 kept cells inside worksheets
+        cells = [c for ws in nb.get("worksheets", []) for c in ws.get("cells", [])]
+    out: list[str] = []
+    k = 0
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", cell.get("input", ""))
+        text = "".join(source) if isinstance(source, list) else str(source)
+        k += 1
+        out.append(f"# In[{k}]:")
+        for line in text.splitlines():
+            stripped = line.lstrip()
+            if stripped.startswith(("%", "!")) or stripped.endswith("?") and not stripped.startswith("#"):
+                out.append(line[: len(line) - len(stripped)] + "# (IPython) " + stripped)
+            else:
+                out.append(line)
+        out.append("")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,271 @@
+"""Evaluate path expressions in research code statically, remembering where each value came from.
+
+Research scripts build paths from string constants, argparse defaults, function-parameter defaults,
+``os.path.join``, ``pathlib`` ``/``, f-strings and ``__file__``. To rewrite a program so it reads from
+``datasets/`` and writes to ``pred_results/`` we need two things for every read/write call: the path
+value it will see (to find the file in the repository) and the *provenance chain* -- the AST nodes
+the value was built from, innermost (the root literal) first -- so the rewriter can replace exactly
+one node of that chain with a new literal and leave the program's logic alone.
+
+Name lookup is deliberately simple and scope-aware: the nearest preceding assignment in the
+enclosing function, then in the module; a name bound more than once to *different* values with no
+preceding assignment to choose is treated as unknown rather than guessed.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+from dataclasses import dataclass, field
+
+__all__ = ["SCRIPT_DIR", "PathEvaluator", "PathValue"]
+
+SCRIPT_DIR = "<script_dir>"
+"""Stands for the directory of the analysed file (``os.path.dirname(__file__)`` and friends)."""
+
+_PATH_WRAPPERS = {
+    "Path", "PurePath", "PosixPath", "str", "abspath", "realpath", "normpath", "expanduser", "fspath",
+    "resolve", "absolute", "expandvars",
+}
+_MAX_DEPTH = 40
+
+
+@dataclass
+class PathValue:
+    """A statically known string value and the nodes it was built from (root literal first)."""
+
+    value: str
+    chain: list[tuple[ast.AST, str]] = field(default_factory=list)
+
+    def extend(self, node: ast.AST, value: str) -> PathValue:
+        return PathValue(value, [*self.chain, (node, value)])
+
+
+def _join(*parts: str) -> str:
+    out = posixpath.join(*parts)
+    return out
+
+
+class _Scopes(ast.NodeVisitor):
+    """Collect assignments per scope, function-parameter defaults and argparse defaults."""
+
+    def __init__(self) -> None:
+        self.assigns: dict[ast.AST | None, dict[str, list[tuple[int, ast.expr]]]] = {None: {}}
+        self.params: dict[ast.AST, dict[str, ast.expr | None]] = {}
+        self.argparse: dict[str, ast.expr] = {}
+        self.parent_fn: dict[ast.AST, ast.AST | None] = {}
+        self._stack: list[ast.AST] = []
+
+    def _scope(self) -> ast.AST | None:
+        return self._stack[-1] if self._stack else None
+
+    def _bind(self, name: str, line: int, value: ast.expr) -> None:
+        self.assigns.setdefault(self._scope(), {}).setdefault(name, []).append((line, value))
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        args = node.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        params: dict[str, ast.expr | None] = {a.arg: d for a, d in zip(positional, defaults, strict=True)}
+        for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+            params[a.arg] = d
+        self.params[node] = params
+        self.assigns.setdefault(node, {})
+        self._stack.append(node)
+        self.generic_visit(node)
+        self._stack.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                self._bind(target.id, node.lineno, node.value)
+            elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                for t, v in zip(target.elts, node.value.elts, strict=False):
+                    if isinstance(t, ast.Name):
+                        self._bind(t.id, node.lineno, v)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if isinstance(node.target, ast.Name) and node.value is not None:
+            self._bind(node.target.id, node.lineno, node.value)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        # parser.add_argument("--out-dir", "-o", default="results", dest=...)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            kws = {k.arg: k.value for k in node.keywords if k.arg}
+            dest = None
+            if isinstance(kws.get("dest"), ast.Constant) and isinstance(kws["dest"].value, str):
+                dest = kws["dest"].value
+            else:
+                names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                longs = [n for n in names if n.startswith("--")]
+                plain = [n for n in names if not n.startswith("-")]
+                chosen = longs[0] if longs else (plain[0] if plain else (names[0] if names else None))
+                if chosen:
+                    dest = chosen.lstrip("-").replace("-", "_")
+            if dest and "default" in kws:
+                self.argparse[dest] = kws["default"]
+        self.generic_visit(node)
+
+
+class PathEvaluator:
+    """Statically evaluate string/path expressions of one module."""
+
+    def __init__(self, tree: ast.Module, file_path: str | None = None) -> None:
+        """``file_path``: the analysed file's absolute path (what ``__file__`` means); unknown if None."""
+        self.tree = tree
+        self.file_path = file_path or posixpath.join(SCRIPT_DIR, "__file__")
+        scopes = _Scopes()
+        scopes.visit(tree)
+        self._scopes = scopes
+        self._fn_of: dict[ast.AST, ast.AST | None] = {}
+        self._index(tree, None)
+
+    def _index(self, node: ast.AST, fn: ast.AST | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            self._fn_of[child] = fn
+            self._index(child, child if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else fn)
+
+    @property
+    def argparse_defaults(self) -> dict[str, ast.expr]:
+        return self._scopes.argparse
+
+    def function_of(self, node: ast.AST) -> ast.AST | None:
+        return self._fn_of.get(node)
+
+    # -- evaluation -----------------------------------------------------------------------------
+    def evaluate(self, node: ast.AST | None, depth: int = 0) -> PathValue | None:
+        """The value of ``node`` if it is statically known (strings and paths only), else None."""
+        if node is None or depth > _MAX_DEPTH:
+            return None
+        d = depth + 1
+        if isinstance(node, ast.Constant):
+            return PathValue(node.value, [(node, node.value)]) if isinstance(node.value, str) else None
+        if isinstance(node, ast.Name):
+            if node.id == "__file__":
+                return PathValue(self.file_path, [(node, self.file_path)])
+            return self._lookup(node, d)
+        if isinstance(node, ast.Attribute):
+            return self._attribute(node, d)
+        if isinstance(node, ast.JoinedStr):
+            return self._fstring(node, d)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Div):
+            left = self.evaluate(node.left, d)
+            right = self.evaluate(node.right, d)
+            if left is None or right is None:
+                return None
+            value = left.value + right.value if isinstance(node.op, ast.Add) else _join(left.value, right.value)
+            return left.extend(node, value)
+        if isinstance(node, ast.Call):
+            return self._call(node, d)
+        return None
+
+    def _lookup(self, node: ast.Name, depth: int) -> PathValue | None:
+        fn = self._fn_of.get(node)
+        while True:
+            # a function's own scope, then its enclosing scopes, then the module
+            table = self._scopes.assigns.get(fn, {})
+            if node.id in table:
+                return self._choose(table[node.id], node, depth, same_scope=fn is self._fn_of.get(node))
+            if fn is not None and node.id in self._scopes.params.get(fn, {}):
+                default = self._scopes.params[fn][node.id]
+                return self.evaluate(default, depth) if default is not None else None
+            if fn is None:
+                return None
+            fn = self._fn_of.get(fn)
+
+    def _choose(self, defs: list[tuple[int, ast.expr]], use: ast.Name, depth: int, same_scope: bool) -> PathValue | None:
+        use_line = getattr(use, "lineno", 0)
+        if same_scope:
+            before = [d for d in defs if d[0] < use_line]
+            if before:
+                return self.evaluate(before[-1][1], depth)
+        values = [self.evaluate(expr, depth) for _, expr in defs]
+        known = [v for v in values if v is not None]
+        if len(known) == len(values) and known and len({v.value for v in known}) == 1:
+            return known[-1]
+        return None
+
+    def _attribute(self, node: ast.Attribute, depth: int) -> PathValue | None:
+        # args.outdir -> the argparse default of "outdir"
+        if isinstance(node.value, ast.Name) and node.attr in self._scopes.argparse:
+            base = self.evaluate(node.value, depth)
+            if base is None:
+                found = self.evaluate(self._scopes.argparse[node.attr], depth)
+                return found
+        if node.attr == "parent":
+            base = self.evaluate(node.value, depth)
+            if base is not None:
+                return base.extend(node, posixpath.dirname(base.value))
+        return None
+
+    def _fstring(self, node: ast.JoinedStr, depth: int) -> PathValue | None:
+        pieces: list[str] = []
+        first: PathValue | None = None
+        for i, part in enumerate(node.values):
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                pieces.append(part.value)
+                continue
+            if isinstance(part, ast.FormattedValue) and part.format_spec is None and part.conversion in (-1, 115):
+                inner = self.evaluate(part.value, depth)
+                if inner is None:
+                    return None
+                pieces.append(inner.value)
+                if i == 0:
+                    first = inner
+                continue
+            return None
+        value = "".join(pieces)
+        return first.extend(node, value) if first is not None else PathValue(value, [(node, value)])
+
+    def _call(self, node: ast.Call, depth: int) -> PathValue | None:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in ("join", "joinpath") and node.args:
+            if name == "joinpath" and isinstance(func, ast.Attribute):
+                parts_nodes = [func.value, *node.args]
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Constant):
+                return None  # "sep".join(items): string joining, not a path
+            else:
+                parts_nodes = list(node.args)
+            parts = [self.evaluate(p, depth) for p in parts_nodes]
+            if any(p is None for p in parts):
+                return None
+            values = [p.value for p in parts if p is not None]
+            root_index = max(i for i, v in enumerate(values) if i == 0 or v.startswith("/"))
+            root = parts[root_index]
+            assert root is not None
+            return root.extend(node, _join(*values[root_index:]))
+        if name == "dirname" and node.args:
+            base = self.evaluate(node.args[0], depth)
+            return base.extend(node, posixpath.dirname(base.value)) if base is not None else None
+        if name == "format" and isinstance(func, ast.Attribute):
+            base = self.evaluate(func.value, depth)
+            if base is None or not isinstance(func.value, ast.Constant):
+                return None
+            args = [self.evaluate(a, depth) for a in node.args]
+            kwargs = {k.arg: self.evaluate(k.value, depth) for k in node.keywords if k.arg}
+            if any(a is None for a in args) or any(v is None for v in kwargs.values()):
+                return None
+            try:
+                value = base.value.format(*[a.value for a in args if a], **{k: v.value for k, v in kwargs.items() if v})
+            except (IndexError, KeyError, ValueError):
+                return None
+            return PathValue(value, [(node, value)])
+        if name in _PATH_WRAPPERS:
+            if isinstance(func, ast.Attribute) and not node.args and name in ("resolve", "absolute", "expanduser"):
+                base = self.evaluate(func.value, depth)
+                return base.extend(node, base.value) if base is not None else None
+            if not node.args:
+                return None
+            parts = [self.evaluate(a, depth) for a in node.args]
+            if any(p is None for p in parts):
+                return None
+            values = [p.value for p in parts if p is not None]
+            first = parts[0]
+            assert first is not None
+            return first.extend(node, _join(*values) if len(values) > 1 else values[0])
+        return None

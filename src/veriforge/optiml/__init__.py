@@ -1,0 +1,7 @@
+"""OptiML: verified CUDA kernels made faster by search over edits (see docs/optiml.md).
+
+Modules: :mod:`.diagnosis` (bottleneck findings from analysis or profiles), :mod:`.operators`
+(built-in edit operators), :mod:`.objective` (composite objective), :mod:`.xsearch` (OptiML-X,
+MCTS over edits under verification), :mod:`.report` (HTML report). Imports stay lazy so that
+``import veriforge.optiml`` costs nothing.
+"""

@@ -1,0 +1,255 @@
+"""Just enough reading of a CUDA source file to edit it safely: functions, launches, constants.
+
+The built-in edit operators rewrite text at exact character positions, so everything here works
+on the comment- and string-blanked text of :func:`veriforge.cuda.evaluate.cleanup.strip_c`
+(positions preserved) and returns spans into the original source. A small integer evaluator
+resolves launch configurations from literal constants (``#define``, ``const``/``constexpr``,
+host locals, ``dim3`` components) so an operator can stay inside hardware limits *before*
+spending an evaluation; anything it cannot resolve is ``None`` and the verifier decides.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from veriforge.cuda.evaluate.cleanup import strip_c
+
+__all__ = ["Function", "Launch", "SourceScan", "eval_int", "identifiers", "scan", "split_top"]
+
+_INT = r"(?:unsigned\s+int|unsigned|int|size_t|long\s+long|long|short|uint32_t|int32_t|int64_t|uint64_t)"
+CONST_DECL = re.compile(
+    rf"\b(?:static\s+)?(?:const|constexpr)\s+(?:static\s+)?{_INT}\s+([A-Za-z_]\w*)\s*=\s*(\d+)[uUlL]*\s*;"
+)
+DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+\(?[ \t]*(\d+)[uUlL]*[ \t]*\)?[ \t]*$", re.M)
+LOCAL_DECL = re.compile(rf"(?<![\w.])(?:const\s+)?{_INT}\s+([A-Za-z_]\w*)\s*=\s*(\d+)[uUlL]*\s*;")
+EXPR_DECL = re.compile(rf"(?<![\w.])(?:const\s+)?(?:{_INT}|auto)\s+([A-Za-z_]\w*)\s*=\s*([^;]+);")
+DIM3_DECL = re.compile(r"\bdim3\s+([A-Za-z_]\w*)\s*(?:\(([^;]*)\)|\{([^;]*)\}|=\s*dim3\s*\(([^;]*)\))\s*;")
+_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+_KEYWORDS = {"int", "unsigned", "long", "size_t", "float", "double", "const", "dim3", "sizeof", "min", "max"}
+
+
+@dataclass(frozen=True)
+class Function:
+    """A top-level function definition: ``body`` spans the text between its braces."""
+
+    name: str
+    header_start: int
+    body_start: int
+    body_end: int
+    kernel: bool  # __global__
+    device: bool  # __device__ (and not __global__)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One ``kernel<<<grid, block[, smem]>>>(...)`` site; spans are into the source."""
+
+    kernel: str
+    start: int
+    grid: tuple[int, int]
+    block: tuple[int, int]
+    host: str  # the function that contains the launch
+
+
+@dataclass
+class SourceScan:
+    source: str
+    text: str  # comment/string-blanked, same positions
+    functions: list[Function] = field(default_factory=list)
+    launches: list[Launch] = field(default_factory=list)
+
+    def kernels(self) -> list[Function]:
+        return [f for f in self.functions if f.kernel]
+
+    def function_at(self, pos: int) -> Function | None:
+        for f in self.functions:
+            if f.header_start <= pos < f.body_end:
+                return f
+        return None
+
+    def expr(self, span: tuple[int, int]) -> str:
+        return self.text[span[0]:span[1]].strip()
+
+    def line(self, pos: int) -> int:
+        return self.source.count("\n", 0, pos) + 1
+
+    def constants(self) -> dict[str, int]:
+        """File-level integer constants with literal values (``#define``, ``const``, ``constexpr``)."""
+        env: dict[str, int] = {}
+        for m in DEFINE.finditer(self.text):
+            env[m.group(1)] = int(m.group(2))
+        for m in CONST_DECL.finditer(self.text):
+            if self.function_at(m.start()) is None:
+                env[m.group(1)] = int(m.group(2))
+        return env
+
+    def host_env(self, host: str, scalars: dict[str, int] | None = None) -> dict[str, Any]:
+        """Constants plus the literal/dim3/derived locals of host function ``host``, in order."""
+        env: dict[str, Any] = dict(self.constants())
+        env.update(scalars or {})
+        fn = next((f for f in self.functions if f.name == host), None)
+        if fn is None:
+            return env
+        body = self.text[fn.body_start:fn.body_end]
+        events: list[tuple[int, str, str]] = []
+        for m in EXPR_DECL.finditer(body):
+            events.append((m.start(), m.group(1), m.group(2)))
+        for m in DIM3_DECL.finditer(body):
+            args = m.group(2) or m.group(3) or m.group(4) or ""
+            events.append((m.start(), m.group(1), f"dim3({args})"))
+        for _, name, expr in sorted(events):
+            value = eval_int(expr, env)
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        return env
+
+    def block_dims(self, launch: Launch, scalars: dict[str, int] | None = None) -> tuple[int, int, int] | None:
+        """The resolved block dimensions of ``launch`` (None when not literal-resolvable)."""
+        value = eval_int(self.expr(launch.block), self.host_env(launch.host, scalars))
+        if value is None:
+            return None
+        dims = list(value) if isinstance(value, tuple) else [value]
+        dims = [int(d) for d in dims] + [1] * (3 - len(dims))
+        return dims[0], dims[1], dims[2]
+
+
+def scan(source: str) -> SourceScan:
+    text = strip_c(source)
+    out = SourceScan(source=source, text=text, functions=_functions(text))
+    for m in re.finditer(r"([A-Za-z_]\w*)\s*(?:<[^<>;]*>)?\s*<<<", text):
+        end = text.find(">>>", m.end())
+        if end < 0:
+            continue
+        parts = split_top(text, m.end(), end)
+        if len(parts) < 2:
+            continue
+        host = out.function_at(m.start())
+        out.launches.append(Launch(m.group(1), m.start(), parts[0], parts[1], host.name if host else ""))
+    return out
+
+
+def split_top(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Spans of the top-level comma-separated parts of ``text[start:end]``."""
+    spans, depth, cur = [], 0, start
+    for k in range(start, end):
+        ch = text[k]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            spans.append((cur, k))
+            cur = k + 1
+    spans.append((cur, end))
+    return [s for s in spans if text[s[0]:s[1]].strip()]
+
+
+def identifiers(expr: str) -> set[str]:
+    return {t for t in _IDENT.findall(expr) if t not in _KEYWORDS and not t[0].isdigit()}
+
+
+def _functions(text: str) -> list[Function]:
+    out: list[Function] = []
+    depth, i, n, last_end = 0, 0, len(text), 0
+    while i < n:
+        ch = text[i]
+        if ch == "#" and depth == 0:
+            eol = text.find("\n", i)
+            i = n if eol < 0 else eol
+            last_end = i
+            continue
+        if ch == "{" and depth == 0:
+            head = text[last_end:i]
+            if re.search(r'(extern\s*""|namespace(\s+[\w:]+)?)\s*$', head):
+                last_end = i + 1
+                i += 1
+                continue
+            j, d = i + 1, 1
+            while j < n and d:
+                d += {"{": 1, "}": -1}.get(text[j], 0)
+                j += 1
+            stripped = head.rstrip()
+            m = re.search(r"([A-Za-z_]\w*)\s*\((?:[^()]|\([^()]*\))*\)\s*(?:const\s*)?$", stripped)
+            if m:
+                lead = len(head) - len(head.lstrip())
+                out.append(Function(m.group(1), last_end + lead, i + 1, j - 1,
+                                    "__global__" in head, "__device__" in head and "__global__" not in head))
+            i, last_end = j, j
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+            if depth == 0:
+                last_end = i + 1
+        elif ch == ";" and depth == 0:
+            last_end = i + 1
+        i += 1
+    return out
+
+
+def _c_to_py(expr: str) -> str:
+    e = expr.strip()
+    e = re.sub(r"static_cast\s*<[^<>]*>", "", e)
+    e = re.sub(r"\(\s*(?:unsigned\s+int|unsigned|int|size_t|long\s+long|long)\s*\)", "", e)
+    e = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", e)
+    return e
+
+
+def eval_int(expr: str, env: dict[str, Any]) -> Any:
+    """Integer value (or dim3 tuple) of a C expression over ``env``; None when not resolvable."""
+    if "?" in expr or "[" in expr or "->" in expr:
+        return None
+    try:
+        tree = ast.parse(_c_to_py(expr), mode="eval").body
+        return _ev(tree, env)
+    except (SyntaxError, _Unresolved, ZeroDivisionError, TypeError, ValueError, RecursionError):
+        return None
+
+
+class _Unresolved(Exception):
+    pass
+
+
+def _ev(node: ast.AST, env: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id in env:
+            return env[node.id]
+        raise _Unresolved(node.id)
+    if isinstance(node, ast.Attribute) and node.attr in ("x", "y", "z"):
+        base = _ev(node.value, env)
+        dims = list(base) if isinstance(base, tuple) else [base]
+        dims += [1] * (3 - len(dims))
+        return dims["xyz".index(node.attr)]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        v = _ev(node.operand, env)
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp):
+        a, b = _ev(node.left, env), _ev(node.right, env)
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            raise _Unresolved("arithmetic on dim3")
+        if isinstance(node.op, ast.Div | ast.FloorDiv):
+            return int(a / b)
+        ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
+        if type(node.op) in ops:
+            return ops[type(node.op)]
+        if isinstance(node.op, ast.Mod):
+            return a % b
+        if isinstance(node.op, ast.LShift):
+            return a << b
+        if isinstance(node.op, ast.RShift):
+            return a >> b
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        args = [_ev(a, env) for a in node.args]
+        if node.func.id == "dim3":
+            return tuple(int(a) for a in args) if len(args) > 1 else int(args[0])
+        if node.func.id in ("min", "max") and args:
+            return min(args) if node.func.id == "min" else max(args)
+    raise _Unresolved(ast.dump(node)[:40])
