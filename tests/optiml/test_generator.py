@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +22,27 @@ from veriforge.optiml.generator import (
     resolve_client,
     resolve_generation_task,
 )
-from veriforge.optiml.thoughts import select_thoughts, default_thoughts
+from veriforge.optiml.thoughts import default_thoughts, select_thoughts
+
+# Built artefacts (the CPU runtime, compiled programs, reference libraries and outputs) are shared
+# by every test of this file, as tests/cuda/evaluate does: rebuilding the runtime per test would
+# dominate the run. Evaluation results (the run store) stay per test.
+SHARED_CACHES = ("cpu-runtime", "c-ref", "c-ref-out")
+
+
+def link_build_caches(home: Path, tmp_path_factory) -> None:
+    root = tmp_path_factory.getbasetemp() / "optiml-shared-build-cache"
+    for name in SHARED_CACHES:
+        (root / name).mkdir(parents=True, exist_ok=True)
+        link = home / "cache" / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.exists():
+            link.symlink_to(root / name)
+
+
+@pytest.fixture(autouse=True)
+def _share_build_caches(_isolated_home, tmp_path_factory):
+    link_build_caches(_isolated_home, tmp_path_factory)
 
 HEAD = "#include <cuda_runtime.h>\n"
 # Line 3 lacks its semicolon: g++ reports the error at line 4 ("expected ',' or ';' before 'if'").
@@ -92,10 +113,12 @@ def generation(tmp_path_factory):
     home = tmp_path_factory.mktemp("vfhome-gen")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VERIFORGE_HOME", str(home))
+        link_build_caches(home, tmp_path_factory)
         model = ScriptedModel()
         client = LLMClient(ScriptedBackend(model), trace_path=None)
         spec, _ = resolve_generation_task(None, "vector_add")
-        thoughts = select_thoughts(default_thoughts(), ["straightforward", "grid_stride", "vectorized", "fused"])
+        thoughts = select_thoughts(default_thoughts(),
+                                   ["straightforward", "grid_stride", "vectorized", "fused"])
         events: list[tuple[str, dict]] = []
         store = RunStore(home / "runs.sqlite")
         gen = Generator(client, spec, thoughts=thoughts, store=store,
@@ -160,7 +183,8 @@ def test_report_is_json_and_written(generation, tmp_path):
     data = json.loads(json.dumps(result.to_dict()))
     assert data["winner"] == "vectorized"
     assert {t["thought"]: t["status"] for t in data["thoughts"]} == {
-        "straightforward": "verified", "grid_stride": "incorrect", "vectorized": "verified", "fused": "no_code"}
+        "straightforward": "verified", "grid_stride": "incorrect", "vectorized": "verified",
+        "fused": "no_code"}
     paths = result.write(tmp_path / "out")
     assert paths["kernel"].read_text() == FAST
     assert (tmp_path / "out" / "thoughts" / "straightforward.cu").read_text() == FIXED_SLOW
@@ -170,7 +194,7 @@ def test_report_is_json_and_written(generation, tmp_path):
 
 
 def test_natural_language_alone_is_refused():
-    with pytest.raises(GeneratorConfigError, match="cannot be verified.*--task"):
+    with pytest.raises(GeneratorConfigError, match=r"cannot be verified.*--task"):
         resolve_generation_task("add two vectors please", None)
     spec, words = resolve_generation_task("vector_add", None)  # a task id alone is fine
     assert spec.id == "vector_add" and words is None
@@ -208,3 +232,19 @@ def test_model_failure_is_an_outcome_not_a_crash(tmp_path):
     result = gen.run_sync()
     assert not result.success and result.winner is None
     assert result.outcomes[0].status == "llm_error" and "server exploded" in result.outcomes[0].error
+
+
+def test_generation_over_real_http(tmp_path):
+    """The same path through the OpenAI-compatible HTTP back-end against a local server."""
+    from veriforge.llm.testing import FakeOpenAIServer
+    from veriforge.optiml.generator import generate
+
+    with FakeOpenAIServer(replies=lambda body, i: reply(FAST, "restrict")) as server:
+        result = generate("vector_add", model=f"fake-model@{server.base_url}",
+                          thoughts=select_thoughts(default_thoughts(), ["grid_stride"]),
+                          config=GeneratorConfig(rounds=1, temperature=0.2, configs=["small"]))
+        bodies = [r.body for r in server.chat_requests]
+    assert result.winner == "grid_stride" and result.source == FAST
+    assert len(bodies) == 1 and bodies[0]["temperature"] == 0.2
+    assert bodies[0]["messages"][0]["role"] == "system"
+    assert "grid-stride loop" in bodies[0]["messages"][1]["content"]

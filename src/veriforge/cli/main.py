@@ -99,7 +99,7 @@ def state(ctx: typer.Context) -> CliState:
 
 
 def _register() -> None:
-    from veriforge.cli import config_cmd, cuda, cuda_analyze, doctor, eval_cmd, moa_cmd, tasks_cmd
+    from veriforge.cli import config_cmd, cuda, cuda_analyze, d3gym_cmd, doctor, eval_cmd, moa_cmd, tasks_cmd
 
     app.command("doctor")(doctor.doctor)
     app.add_typer(config_cmd.app, name="config")
@@ -108,6 +108,7 @@ def _register() -> None:
     app.add_typer(tasks_cmd.app, name="tasks")
     app.command("eval")(eval_cmd.eval_cmd)
     app.add_typer(moa_cmd.app, name="moa")
+    app.add_typer(d3gym_cmd.app, name="d3gym")
 
 
 _register()

@@ -114,7 +114,11 @@ def _dotted(node: ast.AST) -> str:
 
 
 def analysis_steps(program_source: str | None) -> list[str]:
-    """The analysis, step by step in plain words, read from the program's calls (in order)."""
+    """The analysis, step by step in plain words, read from the program's calls (in order).
+
+    Calls are ordered by where their name ends, so a chain ``df.groupby(...).agg(...)`` reads
+    in execution order (group, then aggregate).
+    """
     if not program_source:
         return []
     try:
@@ -122,7 +126,8 @@ def analysis_steps(program_source: str | None) -> list[str]:
     except SyntaxError:
         return []
     calls = sorted(
-        (n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)
+        (n for n in ast.walk(tree) if isinstance(n, ast.Call)),
+        key=lambda n: (n.lineno, n.func.end_lineno or 0, n.func.end_col_offset or 0),
     )
     steps: list[str] = []
     for call in calls:

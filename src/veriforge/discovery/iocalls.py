@@ -18,23 +18,88 @@ __all__ = ["Analysis", "IORef", "analyse", "entry_kind", "top_level_imports"]
 
 Role = Literal["read", "write", "mkdir"]
 
-READ_CALLS = frozenset({
-    "read_csv", "read_table", "read_fwf", "read_excel", "read_json", "read_parquet", "read_feather",
-    "read_pickle", "read_hdf", "read_stata", "read_sas", "read_spss", "read_orc", "read_xml", "read_file",
-    "loadtxt", "genfromtxt", "fromfile", "load", "loadmat", "imread", "open_dataset", "open_mfdataset",
-    "open_dataarray", "read_image", "load_workbook", "read_sql", "read_nifti", "ExcelFile",
-})
-WRITE_CALLS = frozenset({
-    "to_csv", "to_excel", "to_json", "to_parquet", "to_feather", "to_pickle", "to_hdf", "to_latex", "to_html",
-    "to_markdown", "to_netcdf", "to_stata", "save", "savez", "savez_compressed", "savetxt", "savefig", "imsave",
-    "imwrite", "savemat", "dump", "ExcelWriter", "write_image", "to_file", "tofile",
-})
+READ_CALLS = frozenset(
+    {
+        "read_csv",
+        "read_table",
+        "read_fwf",
+        "read_excel",
+        "read_json",
+        "read_parquet",
+        "read_feather",
+        "read_pickle",
+        "read_hdf",
+        "read_stata",
+        "read_sas",
+        "read_spss",
+        "read_orc",
+        "read_xml",
+        "read_file",
+        "loadtxt",
+        "genfromtxt",
+        "fromfile",
+        "load",
+        "loadmat",
+        "imread",
+        "open_dataset",
+        "open_mfdataset",
+        "open_dataarray",
+        "read_image",
+        "load_workbook",
+        "read_sql",
+        "read_nifti",
+        "ExcelFile",
+    }
+)
+WRITE_CALLS = frozenset(
+    {
+        "to_csv",
+        "to_excel",
+        "to_json",
+        "to_parquet",
+        "to_feather",
+        "to_pickle",
+        "to_hdf",
+        "to_latex",
+        "to_html",
+        "to_markdown",
+        "to_netcdf",
+        "to_stata",
+        "save",
+        "savez",
+        "savez_compressed",
+        "savetxt",
+        "savefig",
+        "imsave",
+        "imwrite",
+        "savemat",
+        "dump",
+        "ExcelWriter",
+        "write_image",
+        "to_file",
+        "tofile",
+    }
+)
 RECEIVER_READS = frozenset({"read_text", "read_bytes"})
 RECEIVER_WRITES = frozenset({"write_text", "write_bytes"})
 OPENERS = frozenset({"open", "File"})  # builtin/io/gzip/codecs open, PIL Image.open, h5py.File
 MKDIRS = frozenset({"makedirs", "mkdir"})
-PATH_KEYWORDS = ("path", "fname", "file", "filepath", "filepath_or_buffer", "path_or_buf", "filename", "f", "fp",
-                 "excel_writer", "io", "name", "uri", "path_or_buffer")
+PATH_KEYWORDS = (
+    "path",
+    "fname",
+    "file",
+    "filepath",
+    "filepath_or_buffer",
+    "path_or_buf",
+    "filename",
+    "f",
+    "fp",
+    "excel_writer",
+    "io",
+    "name",
+    "uri",
+    "path_or_buffer",
+)
 _TEXTUAL_EXT_HINTS = (".", "/")
 
 
@@ -97,15 +162,26 @@ def _mode_of(call: ast.Call, position: int) -> str:
 
 
 def _looks_like_path(value: str) -> bool:
-    return bool(value) and "\n" not in value and len(value) < 4096 and any(h in value for h in _TEXTUAL_EXT_HINTS)
+    return (
+        bool(value)
+        and "\n" not in value
+        and len(value) < 4096
+        and any(h in value for h in _TEXTUAL_EXT_HINTS)
+    )
 
 
-def _path_arg(ev: PathEvaluator, call: ast.Call, positions: tuple[int, ...]) -> tuple[ast.AST | None, PathValue | None]:
+def _path_arg(
+    ev: PathEvaluator, call: ast.Call, positions: tuple[int, ...], strict: bool = True
+) -> tuple[ast.AST | None, PathValue | None]:
+    """The first argument that evaluates to a path (``strict``: must contain "." or "/", to tell a
+    path from another string argument)."""
     candidates: list[ast.AST] = [call.args[i] for i in positions if i < len(call.args)]
     candidates += [kw.value for kw in call.keywords if kw.arg in PATH_KEYWORDS]
     for node in candidates:
         pv = ev.evaluate(node)
-        if pv is not None and _looks_like_path(pv.value):
+        if pv is not None and (
+            _looks_like_path(pv.value) or (not strict and pv.value and "\n" not in pv.value)
+        ):
             return node, pv
     return (candidates[0] if candidates else None), None
 
@@ -123,7 +199,7 @@ def _classify(ev: PathEvaluator, call: ast.Call) -> IORef | None:
         if isinstance(func, ast.Attribute) and attr == "mkdir" and not call.args:
             pv = ev.evaluate(func.value)  # Path("out").mkdir(parents=True)
             return IORef("mkdir", name, line, pv.value if pv else None, func.value, pv)
-        node, pv = _path_arg(ev, call, (0,))
+        node, pv = _path_arg(ev, call, (0,), strict=False)
         return IORef("mkdir", name, line, pv.value if pv else None, node, pv)
     if attr in OPENERS:
         mode_pos = 1
@@ -140,7 +216,9 @@ def _classify(ev: PathEvaluator, call: ast.Call) -> IORef | None:
         return IORef("read", name, line, pv.value if pv else None, node, pv)
     if attr in WRITE_CALLS:
         if attr in ("dump",):
-            node, pv = _path_arg(ev, call, (1,))  # joblib.dump(obj, "model.pkl"); json.dump(obj, fh) has no path
+            node, pv = _path_arg(
+                ev, call, (1,)
+            )  # joblib.dump(obj, "model.pkl"); json.dump(obj, fh) has no path
             if pv is None:
                 return None
             return IORef("write", name, line, pv.value, node, pv)
@@ -175,16 +253,54 @@ def _is_main_guard(stmt: ast.stmt) -> bool:
     return "__name__" in names and "__main__" in consts
 
 
-_CONFIG_CALLS = frozenset({"Path", "join", "dirname", "abspath", "realpath", "expanduser", "getenv", "get",
-                           "ArgumentParser", "getLogger", "use", "filterwarnings", "seed", "set_option",
-                           "set_style", "set_theme", "TypeVar", "namedtuple", "compile", "resolve", "str",
-                           "int", "float", "list", "dict", "set", "tuple", "frozenset", "field", "dataclass"})
+_CONFIG_CALLS = frozenset(
+    {
+        "Path",
+        "join",
+        "dirname",
+        "abspath",
+        "realpath",
+        "expanduser",
+        "getenv",
+        "get",
+        "ArgumentParser",
+        "getLogger",
+        "use",
+        "filterwarnings",
+        "seed",
+        "set_option",
+        "set_style",
+        "set_theme",
+        "TypeVar",
+        "namedtuple",
+        "compile",
+        "resolve",
+        "str",
+        "int",
+        "float",
+        "list",
+        "dict",
+        "set",
+        "tuple",
+        "frozenset",
+        "field",
+        "dataclass",
+    }
+)
 
 
 def _is_code(stmt: ast.stmt) -> bool:
     """True for a top-level statement that does work (not an import, definition or constant)."""
-    if isinstance(stmt, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-                  | ast.Pass | ast.Global):
+    if isinstance(
+        stmt,
+        ast.Import
+        | ast.ImportFrom
+        | ast.FunctionDef
+        | ast.AsyncFunctionDef
+        | ast.ClassDef
+        | ast.Pass
+        | ast.Global,
+    ):
         return False
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
         return False  # docstring
@@ -195,7 +311,13 @@ def _is_code(stmt: ast.stmt) -> bool:
         for node in ast.walk(value):
             if isinstance(node, ast.Call):
                 func = node.func
-                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                name = (
+                    func.attr
+                    if isinstance(func, ast.Attribute)
+                    else func.id
+                    if isinstance(func, ast.Name)
+                    else ""
+                )
                 if name not in _CONFIG_CALLS:
                     return True
         return False

@@ -40,7 +40,7 @@ def notebook_to_script(path: str | Path) -> str:
         out.append(f"# In[{k}]:")
         for line in text.splitlines():
             stripped = line.lstrip()
-            if stripped.startswith(("%", "!")) or stripped.endswith("?") and not stripped.startswith("#"):
+            if stripped.startswith(("%", "!")) or (stripped.endswith("?") and not stripped.startswith("#")):
                 out.append(line[: len(line) - len(stripped)] + "# (IPython) " + stripped)
             else:
                 out.append(line)

@@ -24,8 +24,18 @@ SCRIPT_DIR = "<script_dir>"
 """Stands for the directory of the analysed file (``os.path.dirname(__file__)`` and friends)."""
 
 _PATH_WRAPPERS = {
-    "Path", "PurePath", "PosixPath", "str", "abspath", "realpath", "normpath", "expanduser", "fspath",
-    "resolve", "absolute", "expandvars",
+    "Path",
+    "PurePath",
+    "PosixPath",
+    "str",
+    "abspath",
+    "realpath",
+    "normpath",
+    "expanduser",
+    "fspath",
+    "resolve",
+    "absolute",
+    "expandvars",
 }
 _MAX_DEPTH = 40
 
@@ -65,7 +75,9 @@ class _Scopes(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         args = node.args
         positional = [*args.posonlyargs, *args.args]
-        defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(
+            args.defaults
+        )
         params: dict[str, ast.expr | None] = {a.arg: d for a, d in zip(positional, defaults, strict=True)}
         for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True):
             params[a.arg] = d
@@ -75,7 +87,7 @@ class _Scopes(ast.NodeVisitor):
         self.generic_visit(node)
         self._stack.pop()
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
@@ -100,7 +112,9 @@ class _Scopes(ast.NodeVisitor):
             if isinstance(kws.get("dest"), ast.Constant) and isinstance(kws["dest"].value, str):
                 dest = kws["dest"].value
             else:
-                names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                names = [
+                    a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                ]
                 longs = [n for n in names if n.startswith("--")]
                 plain = [n for n in names if not n.startswith("-")]
                 chosen = longs[0] if longs else (plain[0] if plain else (names[0] if names else None))
@@ -157,7 +171,9 @@ class PathEvaluator:
             right = self.evaluate(node.right, d)
             if left is None or right is None:
                 return None
-            value = left.value + right.value if isinstance(node.op, ast.Add) else _join(left.value, right.value)
+            value = (
+                left.value + right.value if isinstance(node.op, ast.Add) else _join(left.value, right.value)
+            )
             return left.extend(node, value)
         if isinstance(node, ast.Call):
             return self._call(node, d)
@@ -177,7 +193,9 @@ class PathEvaluator:
                 return None
             fn = self._fn_of.get(fn)
 
-    def _choose(self, defs: list[tuple[int, ast.expr]], use: ast.Name, depth: int, same_scope: bool) -> PathValue | None:
+    def _choose(
+        self, defs: list[tuple[int, ast.expr]], use: ast.Name, depth: int, same_scope: bool
+    ) -> PathValue | None:
         use_line = getattr(use, "lineno", 0)
         if same_scope:
             before = [d for d in defs if d[0] < use_line]
@@ -209,7 +227,11 @@ class PathEvaluator:
             if isinstance(part, ast.Constant) and isinstance(part.value, str):
                 pieces.append(part.value)
                 continue
-            if isinstance(part, ast.FormattedValue) and part.format_spec is None and part.conversion in (-1, 115):
+            if (
+                isinstance(part, ast.FormattedValue)
+                and part.format_spec is None
+                and part.conversion in (-1, 115)
+            ):
                 inner = self.evaluate(part.value, depth)
                 if inner is None:
                     return None
@@ -251,12 +273,18 @@ class PathEvaluator:
             if any(a is None for a in args) or any(v is None for v in kwargs.values()):
                 return None
             try:
-                value = base.value.format(*[a.value for a in args if a], **{k: v.value for k, v in kwargs.items() if v})
+                value = base.value.format(
+                    *[a.value for a in args if a], **{k: v.value for k, v in kwargs.items() if v}
+                )
             except (IndexError, KeyError, ValueError):
                 return None
             return PathValue(value, [(node, value)])
         if name in _PATH_WRAPPERS:
-            if isinstance(func, ast.Attribute) and not node.args and name in ("resolve", "absolute", "expanduser"):
+            if (
+                isinstance(func, ast.Attribute)
+                and not node.args
+                and name in ("resolve", "absolute", "expanduser")
+            ):
                 base = self.evaluate(func.value, depth)
                 return base.extend(node, base.value) if base is not None else None
             if not node.args:

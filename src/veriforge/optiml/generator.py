@@ -10,11 +10,12 @@ back-end by default), and a failure comes back as feedback — compiler errors p
 candidate's lines, or the failing configurations with the wrong elements — for up to ``rounds``
 turns. Thoughts run concurrently (model calls on the event loop, evaluations in worker threads).
 
-The winner is the verified candidate with the best objective — the composite objective of
-:mod:`veriforge.optiml.objective` when that module provides one, otherwise the cost model's
-estimated time summed over the task's configurations (emulated CPU time only when no estimate
-exists; candidates are ranked by provenance first so numbers of different kinds are never
-compared). Every thought's outcome is reported, not just the winner's.
+The winner is the verified candidate with the best objective: by default the composite objective
+of :mod:`veriforge.optiml.objective` (runtime estimated by the cost model on the CPU back-end, or
+measured on a GPU, nudged by bottleneck proxies) — the same number OptiML-X then minimises. A
+verified candidate without a time of that provenance has no objective and ranks after every
+candidate that has one; numbers of different provenances are never compared. Every thought's
+outcome is reported, not just the winner's.
 
 Natural-language input: a description alone cannot be verified — there is no reference to check
 against — so a generation always runs against a task (a bundled id or a task folder, whose
@@ -241,29 +242,21 @@ def estimated_time_objective(res: EvalResult) -> tuple[float | None, str | None]
     return None, None
 
 
-def default_objective() -> tuple[ObjectiveFn, str]:
-    """The composite objective of :mod:`veriforge.optiml.objective` if it offers one usable on an
-    :class:`EvalResult`, else :func:`estimated_time_objective`. Returns ``(fn, name)``."""
+def default_objective(backend: str = "cpu") -> tuple[ObjectiveFn, str]:
+    """OptiML-X's composite objective (:mod:`veriforge.optiml.objective`) for ``backend`` — the
+    same number the optimizer will minimise next — as ``(fn, name)``; the plain time of
+    :func:`estimated_time_objective` only if that module cannot be imported."""
     try:
-        from veriforge.optiml import objective as mod
-    except ImportError:
+        from veriforge.optiml.objective import composite_objective, provenance_for_backend
+    except ImportError:  # pragma: no cover - the module ships with the package
         return estimated_time_objective, "estimated_time"
-    fn = getattr(mod, "objective_of_result", None)
-    if callable(fn):
-        return _adapt_objective(fn), "composite"
-    return estimated_time_objective, "estimated_time"
+    provenance = provenance_for_backend(backend)
 
-
-def _adapt_objective(fn: Callable[[Any], Any]) -> ObjectiveFn:
     def objective(res: EvalResult) -> tuple[float | None, str | None]:
-        value = fn(res)
-        if isinstance(value, tuple):
-            return (None if value[0] is None else float(value[0])), value[1]
-        number = getattr(value, "value", value)
-        provenance = getattr(value, "provenance", None)
-        return (None if number is None else float(number)), provenance
+        value = composite_objective(res.measurements, res.features, provenance)
+        return (value.value, provenance) if value is not None else (None, None)
 
-    return objective
+    return objective, "composite"
 
 
 def _rank(outcome: ThoughtOutcome) -> tuple[int, float]:
@@ -290,7 +283,8 @@ def resolve_generation_task(request: str | None, task: str | Path | None) -> tup
         words = request.strip() if request and request.strip() else None
     else:
         if not request or not request.strip():
-            raise GeneratorConfigError("nothing to generate: give a task in words plus --task, or a task id/folder")
+            raise GeneratorConfigError("nothing to generate: give a task in words plus --task, "
+                                       "or a task id/folder")
         try:
             spec = load_task(find_task(request.strip()))
         except TaskFormatError:
@@ -301,12 +295,13 @@ def resolve_generation_task(request: str | None, task: str | Path | None) -> tup
             ) from None
         words = None
     if spec.family != "c2cuda":
-        raise GeneratorError(f"task {spec.id!r} is a {spec.family} task; OptiML-G generates C→CUDA (c2cuda) "
-                             "kernels with an extern \"C\" entry point")
+        raise GeneratorError(f"task {spec.id!r} is a {spec.family} task; OptiML-G generates C→CUDA "
+                             "(c2cuda) kernels with an extern \"C\" entry point")
     return spec, words
 
 
-def resolve_client(model: str | None = None, settings: Any | None = None, store: Any | None = None) -> LLMClient:
+def resolve_client(model: str | None = None, settings: Any | None = None,
+                   store: Any | None = None) -> LLMClient:
     """An LLM client for ``model`` or the configured ``llm.model``; a clear error when neither is set."""
     from veriforge.llm import create_client
     from veriforge.llm.errors import LLMConfigError
@@ -319,8 +314,8 @@ def resolve_client(model: str | None = None, settings: Any | None = None, store:
     if not configured:
         from veriforge.llm.naming import no_model_message
 
-        raise LLMConfigError("OptiML-G needs a language model to write kernels. " + no_model_message()
-                             + " See docs/llm.md.")
+        raise LLMConfigError("OptiML-G needs a language model to write kernels (setting llm.model, or "
+                             "--model). " + no_model_message() + " See docs/llm.md.")
     llm_settings = getattr(settings, "llm", None)
     return create_client(configured, llm_settings, store=store)
 
@@ -362,9 +357,10 @@ class Generator:
         self.config = config or GeneratorConfig()
         self.store = store
         if objective is None:
-            self.objective, self.objective_name = default_objective()
+            self.objective, self.objective_name = default_objective(self.config.backend)
         else:
-            self.objective, self.objective_name = objective, objective_name or getattr(objective, "__name__", "custom")
+            self.objective = objective
+            self.objective_name = objective_name or getattr(objective, "__name__", "custom")
         self.on_event = on_event
 
     def _emit(self, kind: str, **payload: Any) -> None:
@@ -421,10 +417,12 @@ class Generator:
             text = resp.text
             replies.append(text)
             code = extract_code(text, spec.entry)
-            proposal = _Proposal(source=code or "", reply=text, plan=extract_plan(text), has_code=code is not None)
+            proposal = _Proposal(source=code or "", reply=text, plan=extract_plan(text),
+                                 has_code=code is not None)
             earlier = next((r for r in records if r.candidate_hash == proposal.hash), None)
             if earlier is not None:  # refine reuses the earlier verification; keep the turn on record
-                records.append(RoundRecord(turn=len(replies) - 1, status="repeat", candidate_hash=proposal.hash,
+                records.append(RoundRecord(turn=len(replies) - 1, status="repeat",
+                                           candidate_hash=proposal.hash,
                                            feedback=f"same candidate as turn {earlier.turn + 1}",
                                            objective=earlier.objective, provenance=earlier.provenance))
             return proposal
@@ -483,7 +481,8 @@ class Generator:
         except (VeriforgeError, ValueError) as exc:
             body = f"The candidate could not be evaluated: {exc}"
             record("error", body)
-            return Verification(ok=False, feedback=feedback_message(body, spec.entry), details={"status": "error"})
+            return Verification(ok=False, feedback=feedback_message(body, spec.entry),
+                                details={"status": "error"})
         results[p.hash] = res
         verdict = res.verdict
         if not verdict.compiled:

@@ -208,12 +208,20 @@ def find_tunables(source: str) -> list[Tunable]:
             start = fn.body_start + m.start(group)
             args = sc.text[start:fn.body_start + m.end(group)]
             pos = 0
-            for axis, part in zip("xyz", args.split(","), strict=False):
+            grid_parts = _grid_components(sc, fn, name)
+            for i, (axis, part) in enumerate(zip("xyz", args.split(","), strict=False)):
                 lit = re.fullmatch(r"\s*(\d+)[uU]?\s*", part)
                 if lit:
                     s = start + pos + lit.start(1)
-                    found.append(Tunable(f"{name}.{axis}", int(lit.group(1)), "dim3", sc.line(s), ("block",),
-                                         ((s, s + len(lit.group(1)), 0),)))
+                    value = int(lit.group(1))
+                    spans = [(s, s + len(lit.group(1)), 0)]
+                    if i < len(grid_parts) and value > 2:
+                        # `dim3 grid((N + 15) / 16, ...)` written with literals: they follow the block.
+                        g0, g1 = grid_parts[i]
+                        for gm in re.finditer(r"(?<![\w.])(\d+)(?![\w.])", sc.text[g0:g1]):
+                            if int(gm.group(1)) in (value, value - 1):
+                                spans.append((g0 + gm.start(1), g0 + gm.end(1), int(gm.group(1)) - value))
+                    found.append(Tunable(f"{name}.{axis}", value, "dim3", sc.line(s), ("block",), tuple(spans)))
                 pos += len(part) + 1
     for launch in sc.launches:
         b0, b1 = launch.block
@@ -232,10 +240,32 @@ def find_tunables(source: str) -> list[Tunable]:
     return found
 
 
+def _grid_components(sc: SourceScan, fn: Any, block_name: str) -> list[tuple[int, int]]:
+    """Spans of the components of the dim3 grid launched with block ``block_name`` in ``fn``."""
+    from veriforge.optiml.source_scan import split_top
+
+    for launch in sc.launches:
+        if launch.host != fn.name or sc.expr(launch.block) != block_name:
+            continue
+        grid = sc.expr(launch.grid)
+        body = sc.text[fn.body_start:fn.body_end]
+        for m in DIM3_DECL.finditer(body):
+            if m.group(1) == grid:
+                group = 2 if m.group(2) is not None else 3 if m.group(3) is not None else 4
+                return split_top(sc.text, fn.body_start + m.start(group), fn.body_start + m.end(group))
+    return []
+
+
 def apply_tunable(source: str, tunable: Tunable, value: int) -> str:
+    return apply_tunables(source, [(tunable, value)])
+
+
+def apply_tunables(source: str, changes: Sequence[tuple[Tunable, int]]) -> str:
+    """Set several tunables at once (their spans are applied right to left, so none shifts another)."""
+    edits = sorted(((s, e, str(v + off)) for t, v in changes for s, e, off in t.spans), reverse=True)
     out = source
-    for start, end, offset in sorted(tunable.spans, reverse=True):
-        out = out[:start] + str(value + offset) + out[end:]
+    for start, end, text in edits:
+        out = out[:start] + text + out[end:]
     return out
 
 
@@ -359,14 +389,14 @@ def _reshape_dim3(source: str, sc: SourceScan, tx: Tunable, findings: Sequence[A
         nx, ny = int(tx.value * fx), int(ty.value * fy)
         if nx < 1 or ny < 1:
             continue
-        new = apply_tunable(apply_tunable(source, ty, ny), tx, nx)  # y's span comes after x's
+        new = apply_tunables(source, [(tx, nx), (ty, ny)])
         ok, _ = _within_limits(scan(new), sc)
         if ok:
+            motive = _findings(findings, {"uncoalesced_load", "uncoalesced_store"} | _BLOCK_KINDS)
             out.append(EditProposal(
                 "tune", new, f"block shape {tx.name[:-2]}: ({tx.value}, {ty.value}) → ({nx}, {ny})",
-                {"tunable": tx.to_dict(), "new_value": [nx, ny],
-                 "findings": _findings(findings, {"uncoalesced_load", "uncoalesced_store", "small_grid"})},
-                1.0))
+                {"tunable": tx.to_dict(), "new_value": [nx, ny], "findings": motive},
+                1.0 + sum(float(f["severity"] or 0) for f in motive)))
     return out
 
 

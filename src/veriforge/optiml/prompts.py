@@ -55,9 +55,10 @@ EDIT_SYSTEM = (
 #: Languages accepted as code fences, best first (a ```cuda block wins over a ```c++ one).
 _FENCE_LANGS = ("cuda", "cu", "c++", "cpp", "cxx", "c", "")
 _FENCE = re.compile(r"```[ \t]*([A-Za-z+#-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
-_PLAN = re.compile(r"(?:^|\n)\s*(?:\*\*|#+\s*)?plan(?:\*\*)?\s*:?\s*(?:\*\*)?\s*\n?(.*?)(?=```|\Z)", re.I | re.S)
-_EDIT_HEAD = re.compile(r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\*\*)?edit[ \t]*(\d+)[ \t]*(?:\*\*)?[ \t]*[:.)-][ \t]*(.*)$",
-                        re.I | re.M)
+_PLAN = re.compile(r"(?:^|\n)\s*(?:\*\*|#+\s*)?plan(?:\*\*)?\s*:?\s*(?:\*\*)?\s*\n?(.*?)(?=```|\Z)",
+                   re.I | re.S)
+_EDIT_HEAD = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\*\*)?edit[ \t]*(\d+)[ \t]*(?:\*\*)?[ \t]*[:.)-][ \t]*(.*)$", re.I | re.M)
 
 
 def solve_signature(spec: TaskSpec) -> str:
@@ -69,7 +70,8 @@ def solve_signature(spec: TaskSpec) -> str:
 def _param_line(p: Any) -> str:
     if p.role == "scalar":
         return f"- `{p.type} {p.name}`: scalar input"
-    what = {"in": "input (read only)", "out": "output (write every element)", "inout": "input and output"}[p.role]
+    what = {"in": "input (read only)", "out": "output (write every element)",
+            "inout": "input and output"}[p.role]
     return f"- `{p.type} {p.name}`: device pointer, {p.size} elements, {what}"
 
 
@@ -94,10 +96,10 @@ def task_contract(spec: TaskSpec) -> str:
         "Parameters:",
         *(_param_line(p) for p in spec.params),
         "",
-        f"All pointers are DEVICE pointers (already allocated with cudaMalloc). `{spec.entry}` chooses its own "
-        "launch configuration, launches one or more `__global__` kernels and returns; the harness "
-        "synchronises the device afterwards. Do not copy data to the host, do not compute the result on "
-        "the host, and do not call any reference implementation.",
+        "All pointers are DEVICE pointers (already allocated with cudaMalloc). "
+        f"`{spec.entry}` chooses its own launch configuration, launches one or more `__global__` "
+        "kernels and returns; the harness synchronises the device afterwards. Do not copy data to the "
+        "host, do not compute the result on the host, and do not call any reference implementation.",
         f"Checked on these configurations: {sizes}.",
         f"Tolerance: {tol_text}.",
     ]
@@ -171,8 +173,8 @@ def _source_line(source: str, line: int | None) -> str:
     return lines[line - 1].rstrip()
 
 
-_NVCC_DIAG = re.compile(r"^(?P<file>[^\s(]+\.cu)\((?P<line>\d+)\): (?P<sev>error|catastrophic error): (?P<msg>.*)$",
-                        re.M)
+_NVCC_DIAG = re.compile(
+    r"^(?P<file>[^\s(]+\.cu)\((?P<line>\d+)\): (?P<sev>error|catastrophic error): (?P<msg>.*)$", re.M)
 
 
 def compile_feedback(log: str, reason: str, source: str, *, max_errors: int = 8) -> str:

@@ -60,8 +60,8 @@ class Thought:
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
-            raise ThoughtConfigError(f"thought name {self.name!r}: use lowercase letters, digits, '_' or '-', "
-                                     "starting with a letter")
+            raise ThoughtConfigError(f"thought name {self.name!r}: use lowercase letters, digits, '_' or "
+                                     "'-', starting with a letter")
         if not self.title.strip() or not self.guidance.strip():
             raise ThoughtConfigError(f"thought {self.name!r} needs a non-empty title and guidance")
 
@@ -142,7 +142,8 @@ def load_thoughts(path: str | Path, base: Iterable[Thought] | None = None) -> li
         raise ThoughtConfigError(f"{p}: not valid TOML ({exc})") from None
     unknown = set(data) - {"replace", "thoughts"}
     if unknown:
-        raise ThoughtConfigError(f"{p}: unknown keys {', '.join(sorted(unknown))} (expected replace, [[thoughts]])")
+        raise ThoughtConfigError(f"{p}: unknown keys {', '.join(sorted(unknown))} "
+                                 "(expected replace, [[thoughts]])")
     entries = data.get("thoughts", [])
     if not isinstance(entries, list):
         raise ThoughtConfigError(f"{p}: 'thoughts' must be an array of tables ([[thoughts]])")

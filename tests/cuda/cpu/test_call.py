@@ -429,6 +429,7 @@ extern "C" __global__ void kern(float* x) {}
 extern "C" void later(int);
 void later(int) {}
 extern "C" void never_defined(int);
+extern "C" void (*callback)(int);
 int main() { return 0; }
 // extern "C" void in_comment() {}
 """

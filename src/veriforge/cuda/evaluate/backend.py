@@ -134,6 +134,9 @@ class CRequest:
     memcheck: bool = False
     """Also check every memory access (AddressSanitizer on the CPU runtime, compute-sanitizer on a
     GPU where available): out-of-bounds reads/writes become ``status="crash"`` with the report."""
+    baseline_source: str | None = None
+    """A CUDA source with the same ``extern "C"`` entry (e.g. the task's best bundled implementation)
+    that a measuring back-end times next to the candidate for a speed-up; ignored by the CPU back-end."""
 
 
 @dataclass(frozen=True)
@@ -173,8 +176,9 @@ class CaseOutput:
     C→CUDA: ``outputs`` maps every ``out``/``inout`` parameter name to the buffer's final
     contents (numpy, same dtype and length as sent). PyTorch→CUDA: ``outputs`` holds the
     candidate's outputs as ``"out0"``, ``"out1"``… and ``reference`` the reference's, both as
-    numpy arrays on the host; ``problems`` lists dynamic anti-cheat findings (e.g. "output is
-    a Tensor subclass"), each a complete sentence the harness turns into a rejection.
+    numpy arrays on the host. For both families ``problems`` lists dynamic anti-cheat findings
+    (e.g. "output is a Tensor subclass", "work still running on a side stream"), each a complete
+    sentence the harness turns into a rejection.
     ``seconds`` is the wall time of the call on this back-end (emulated on the CPU).
     """
 

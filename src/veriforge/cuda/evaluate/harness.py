@@ -204,6 +204,9 @@ def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, t
     base.log = run.log
     base.measurements = list(run.measurements)
     base.features = dict(run.features)
+    problems = [p for c in run.cases for p in c.problems]
+    if problems:  # dynamic findings (e.g. work left on a side stream) outrank any comparison
+        return _reject(base, sorted(set(problems)), "dynamic")
     # Compare every finished case, even when a later one failed: the reasons are more useful.
     per_config: dict[str, list[Comparison]] = {}
     outputs_by_case = []

@@ -42,6 +42,7 @@ _CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctype
            "int8": ctypes.c_int8, "int16": ctypes.c_int16, "uint16": ctypes.c_uint16, "bool": ctypes.c_bool}
 _lock = threading.Lock()
 _libs: dict[str, ctypes.CDLL] = {}
+_source_locks: dict[str, threading.Lock] = {}
 
 
 class ReferenceError(TaskFormatError):
@@ -80,11 +81,15 @@ def compile_c_reference(source: str, name: str = "reference.c") -> Path:
 def _library(spec: TaskSpec) -> ctypes.CDLL:
     assert spec.folder is not None
     source = (spec.folder / "reference.c").read_text()
-    with _lock:
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    with _lock:  # one lock per reference: different tasks compile in parallel, one task compiles once
+        lock = _source_locks.setdefault(digest, threading.Lock())
+    with lock:
         path = str(compile_c_reference(source))
-        if path not in _libs:
-            _libs[path] = ctypes.CDLL(path)
-        return _libs[path]
+        with _lock:
+            if path not in _libs:
+                _libs[path] = ctypes.CDLL(path)
+            return _libs[path]
 
 
 def run_c_reference(spec: TaskSpec, case: Case) -> dict[str, np.ndarray]:

@@ -6,11 +6,15 @@ reference.c and every implementation declare exactly the task's parameter list; 
 generate and the metrics evaluate for every configuration; that the reference runs; and that
 every implementation is judged correct by the CPU back-end on every configuration. The last
 step dominates the cost, so :func:`validate_many` runs it for all tasks at once on a thread pool
-(each evaluation isolates its candidate in a subprocess, so threads only wait).
+(each evaluation isolates its candidate in a subprocess, so threads only wait);
+:func:`submit_validation` does the same but hands back one future per task, so a caller (the
+test suite) can report each task as soon as it is done.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +26,7 @@ from .ctypes_map import CSignatureError, find_signature, same_type
 from .expr import ExpressionError, evaluate
 from .schema import TaskSpec
 
-__all__ = ["ImplCheck", "ValidationReport", "validate_many", "validate_task"]
+__all__ = ["ImplCheck", "ValidationReport", "submit_validation", "validate_many", "validate_task", "warm_up"]
 
 
 @dataclass
@@ -32,6 +36,8 @@ class ImplCheck:
     correct: bool
     reason: str = ""
     seconds: float = 0.0
+    configs: list[str] = field(default_factory=list)
+    """The configurations the verdict covers (each run with the harness's default number of trials)."""
 
 
 @dataclass
@@ -133,9 +139,114 @@ def _eval_impl(path: str, impl: str) -> ImplCheck:
     try:
         res = run_eval(spec, spec.folder / info.file, "cpu", estimate=False)
         return ImplCheck(impl, info.strategy, res.verdict.correct, res.verdict.reason,
-                         time.perf_counter() - started)
+                         time.perf_counter() - started, [r.config for r in res.verdict.results])
     except Exception as exc:
         return ImplCheck(impl, info.strategy, False, f"{type(exc).__name__}: {exc}", time.perf_counter() - started)
+
+
+def _checked(path: str | Path) -> tuple[ValidationReport, TaskSpec | None]:
+    """Load a task and run the cheap checks (schema, signatures, metrics, references)."""
+    from .load import load_task
+
+    report = ValidationReport(path=Path(path))
+    started = time.perf_counter()
+    try:
+        spec = load_task(path)
+    except VeriforgeError as exc:
+        report.problems.append(str(exc))
+        return report, None
+    report.task_id, report.family = spec.id, spec.family
+    _static_checks(spec, report)
+    _runtime_checks(spec, report)
+    report.seconds = time.perf_counter() - started
+    return report, spec
+
+
+def _check_then_run(path: str | Path, pool: Any, future: cf.Future, run_impls: bool) -> None:
+    """One task: the cheap checks here, then one job per implementation on ``pool``; ``future`` gets the
+    report when the last implementation has been judged."""
+    try:
+        report, spec = _checked(path)
+        impls = [] if spec is None or report.problems or not run_impls else list(spec.implementations)
+        if not impls:
+            future.set_result(report)
+            return
+        checks: list[ImplCheck | None] = [None] * len(impls)
+        remaining = [len(impls)]
+        lock = threading.Lock()
+
+        def one(k: int, name: str) -> None:
+            assert spec is not None and spec.folder is not None
+            try:
+                checks[k] = _eval_impl(str(spec.folder), name)
+            except BaseException as exc:  # _eval_impl reports errors itself; this is a last resort
+                checks[k] = ImplCheck(name, impls[k].strategy, False, f"{type(exc).__name__}: {exc}")
+            finally:
+                with lock:
+                    remaining[0] -= 1
+                    last = remaining[0] == 0
+                if last:
+                    report.impls = [c for c in checks if c is not None]
+                    report.seconds += sum(c.seconds for c in report.impls)
+                    future.set_result(report)
+
+        for k, impl in enumerate(impls):
+            pool.submit(one, k, impl.name)
+    except BaseException as exc:
+        if not future.done():
+            future.set_exception(exc)
+
+
+def warm_up(paths: list[str | Path]) -> None:
+    """Build what every evaluation of these tasks shares, once, before evaluations fan out.
+
+    Without this, the first N parallel evaluations would each build the CPU runtime (the build is
+    atomic, so the duplicates are only wasted CPU) and the first PyTorch→CUDA evaluation would
+    wait for the fork server to import torch; starting that server now overlaps its start with
+    the runtime build.
+    """
+    from .load import load_task
+
+    families = set()
+    for path in paths:
+        try:
+            families.add(load_task(path).family)
+        except VeriforgeError:
+            continue
+    if "torch2cuda" in families:
+        from veriforge.cuda.evaluate.isolation import uses_zygote
+
+        if uses_zygote("cpu"):
+            from veriforge.cuda.evaluate.zygote import get_zygote
+
+            get_zygote().prestart()
+    if families:
+        try:
+            from veriforge.cuda.cpu.build import runtime
+
+            runtime(False)
+        except VeriforgeError:
+            pass  # every evaluation will report the reason itself
+
+
+def submit_validation(paths: list[str | Path], pool: Any, *, run_impls: bool = True,
+                      warm: bool = True) -> list[cf.Future]:
+    """Start validating ``paths`` on ``pool`` (an :class:`~veriforge.cuda.evaluate.executor.Executor`
+    or ``concurrent.futures`` executor); one future per path, in order, each resolving to that task's
+    :class:`ValidationReport` as soon as its own implementations are judged.
+
+    Every implementation of every task is its own job, so ``pool``'s workers stay busy until the
+    last evaluation, whatever the mix of task sizes.
+    """
+    if warm and run_impls:
+        warm_up(paths)
+    futures = []
+    for path in paths:
+        future: cf.Future = cf.Future()
+        future.set_running_or_notify_cancel()
+        pool.submit(_check_then_run, path, pool, future, run_impls)
+        futures.append(future)
+    return futures
 
 
 def validate_many(paths: list[str | Path], jobs: int | None = None, *,
@@ -143,33 +254,9 @@ def validate_many(paths: list[str | Path], jobs: int | None = None, *,
     """Validate several task folders; implementations are evaluated in parallel on ``jobs`` workers."""
     from veriforge.cuda.evaluate.executor import ThreadExecutor
 
-    from .load import load_task
-
-    reports: list[ValidationReport] = []
-    pending: list[tuple[ValidationReport, str, str]] = []
-    for path in paths:
-        report = ValidationReport(path=Path(path))
-        started = time.perf_counter()
-        try:
-            spec = load_task(path)
-        except VeriforgeError as exc:
-            report.problems.append(str(exc))
-            reports.append(report)
-            continue
-        report.task_id, report.family = spec.id, spec.family
-        _static_checks(spec, report)
-        _runtime_checks(spec, report)
-        report.seconds = time.perf_counter() - started
-        reports.append(report)
-        if run_impls and not report.problems:
-            pending.extend((report, str(spec.folder), i.name) for i in spec.implementations)
-    if pending:
-        with ThreadExecutor(jobs) as pool:
-            results = pool.map(lambda item: _eval_impl(item[1], item[2]), pending)
-        for (report, _, _), check in zip(pending, results, strict=True):
-            report.impls.append(check)
-            report.seconds += check.seconds
-    return reports
+    with ThreadExecutor(jobs) as pool:
+        futures = submit_validation(paths, pool, run_impls=run_impls)
+        return [f.result() for f in futures]
 
 
 def validate_task(path: str | Path, jobs: int | None = None) -> ValidationReport:

@@ -1,4 +1,5 @@
 # expect: reference
+# ruff: noqa  (a deliberately bad candidate: the anti-cheat scan must reject it as written)
 import torch
 import torch.nn as nn
 

@@ -1,0 +1,524 @@
+"""D3-Gym construction pipeline: repository in, validated task folders out.
+
+``build_tasks(repo, out)`` mines candidates, then for each one runs the stages
+
+    standalone -> env -> gold -> preview -> instruction -> evalsynth -> package -> evalcheck
+
+each recorded in the run store (``kind="d3gym.build"``: an event per stage, ``set_state`` per
+candidate/stage, and a ``d3gym.stage`` record keyed by the task folder and stage holding a
+fingerprint of the stage's inputs). A re-run skips every stage whose fingerprint matches and whose
+artefacts are still on disk, so an interrupted build resumes where it stopped and a finished one
+costs only the mining. Tasks that fail a stage, or whose evaluator fails validation, are moved to
+``OUT/.rejected/<id>/`` with their ``build_report.json`` saying which stage failed, whether it was an
+infrastructure or a program failure, and why (for evaluators: the negative control that passed).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from veriforge.core.hashing import canonical_json, content_hash
+from veriforge.discovery.errors import DiscoveryError, EnvironmentBuildError, RewriteError
+from veriforge.discovery.mine import Candidate, MineConfig, MineResult, mine_repository
+from veriforge.discovery.package import copy_datasets, dockerfile, subtask_categories, task_json, write_json
+from veriforge.discovery.repo import open_repository
+
+__all__ = ["STAGES", "BuildConfig", "BuildReport", "TaskOutcome", "build_tasks"]
+
+STAGES = ("standalone", "env", "gold", "preview", "instruction", "evalsynth", "package", "evalcheck")
+RECORD_NS = "d3gym.stage"
+REJECTED = ".rejected"
+INFRA_STAGES = {"env"}
+
+
+@dataclass
+class BuildConfig:
+    env_mode: str = "install"  # "install" | "reuse" (see veriforge.discovery.envbuild)
+    offline: bool = False
+    wheel_dir: str | None = None
+    timeout_s: float = 600.0
+    memory_mb: int | None = None
+    jobs: int = 1
+    domain: str = ""
+    dockerfile: bool = True
+    validate_reruns: int = 2
+    max_source_bytes: int = 200_000
+    max_dataset_mb: int = 200
+
+    def fingerprint(self, *names: str) -> dict[str, Any]:
+        return {n: getattr(self, n) for n in names}
+
+
+@dataclass
+class TaskOutcome:
+    instance_id: str
+    source: str
+    status: str  # "built" | "rejected" | "failed"
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    failed_stage: str | None = None
+    failure_kind: str | None = None  # "infrastructure" | "program" | "evaluator"
+    reason: str = ""
+    seconds: float = 0.0
+    task_dir: str = ""
+
+
+@dataclass
+class BuildReport:
+    repo: str
+    out: str
+    run_id: str
+    mined: list[str]
+    skipped: list[dict[str, str]]
+    tasks: list[TaskOutcome]
+    seconds: float = 0.0
+
+    @property
+    def built(self) -> list[TaskOutcome]:
+        return [t for t in self.tasks if t.status == "built"]
+
+    def summary(self) -> dict[str, Any]:
+        envs = {t.stages.get("env", {}).get("detail", {}).get("env_dir") for t in self.tasks} - {None}
+
+        def reached(stage: str) -> int:
+            return sum(1 for t in self.tasks if t.stages.get(stage, {}).get("status") in ("done", "cached"))
+
+        return {
+            "candidates_mined": len(self.mined),
+            "files_skipped": len(self.skipped),
+            "environments": len(envs),
+            "environments_ok": reached("env"),
+            "gold_runs_passing": reached("gold"),
+            "evaluators_validated": reached("evalcheck"),
+            "evaluators_rejected": sum(1 for t in self.tasks if t.failure_kind == "evaluator"),
+            "tasks_built": len(self.built),
+            "infrastructure_failures": sum(1 for t in self.tasks if t.failure_kind == "infrastructure"),
+            "program_failures": sum(1 for t in self.tasks if t.failure_kind == "program"),
+            "seconds": round(self.seconds, 2),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "out": self.out,
+            "run_id": self.run_id,
+            "summary": self.summary(),
+            "mined": self.mined,
+            "skipped": self.skipped,
+            "tasks": [asdict(t) for t in self.tasks],
+        }
+
+
+class StageFailed(DiscoveryError):
+    """A stage could not complete; ``kind`` says whose fault it was."""
+
+    def __init__(self, stage: str, kind: str, reason: str, detail: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{stage}: {reason}")
+        self.stage, self.kind, self.reason, self.detail = stage, kind, reason, detail or {}
+
+
+class _Recorder:
+    """Run-store bookkeeping shared by the worker threads."""
+
+    def __init__(self, store: Any, run_id: str, out: Path) -> None:
+        self.store, self.run_id, self.out = store, run_id, out
+        self.lock = threading.Lock()
+
+    def key(self, iid: str, stage: str) -> str:
+        return f"{self.out}::{iid}::{stage}"
+
+    def cached(self, iid: str, stage: str, fp: str) -> dict[str, Any] | None:
+        with self.lock:
+            rec = self.store.get_record(RECORD_NS, self.key(iid, stage))
+        return rec if rec and rec.get("fp") == fp and rec.get("ok") else None
+
+    def done(
+        self, iid: str, stage: str, fp: str, ok: bool, detail: dict[str, Any], seconds: float, status: str
+    ) -> None:
+        with self.lock:
+            if status != "cached":
+                self.store.put_record(
+                    RECORD_NS,
+                    self.key(iid, stage),
+                    {"fp": fp, "ok": ok, "detail": detail},
+                    run_id=self.run_id,
+                )
+            self.store.set_state(
+                self.run_id, f"{iid}/{stage}", {"status": status, "seconds": round(seconds, 3)}
+            )
+            self.store.add_event(
+                self.run_id,
+                f"stage.{status}",
+                {"task": iid, "stage": stage, "seconds": round(seconds, 3), "detail": _brief(detail)},
+            )
+
+
+def _brief(detail: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in detail.items() if not isinstance(v, str) or len(v) < 2000}
+
+
+class _TaskBuilder:
+    """Runs the stages of one candidate."""
+
+    def __init__(
+        self,
+        cand: Candidate,
+        repo_root: Path,
+        github_name: str,
+        out: Path,
+        cfg: BuildConfig,
+        rec: _Recorder,
+        client: Any,
+    ) -> None:
+        self.cand, self.repo_root, self.github_name, self.out, self.cfg = (
+            cand,
+            repo_root,
+            github_name,
+            out,
+            cfg,
+        )
+        self.rec, self.client = rec, client
+        self.dir = out / cand.instance_id
+        self.outcome = TaskOutcome(cand.instance_id, cand.path, "failed", task_dir=str(self.dir))
+        self.state: dict[str, Any] = {}
+        self.fp = content_hash(cand.source, json.dumps(cand.datasets), str(repo_root))
+
+    # -- driver ---------------------------------------------------------------------------------
+    def run(self) -> TaskOutcome:
+        t0 = time.perf_counter()
+        rejected = self.out / REJECTED / self.cand.instance_id
+        if rejected.exists() and not self.dir.exists():
+            shutil.move(str(rejected), str(self.dir))  # retry a previously rejected task in place
+        self.dir.mkdir(parents=True, exist_ok=True)
+        steps: list[tuple[str, Callable[[], dict[str, Any]], Callable[[], bool], dict[str, Any]]] = [
+            ("standalone", self.standalone, self._has("gold_program"), {}),
+            (
+                "env",
+                self.env,
+                self._has("env/requirements.lock"),
+                self.cfg.fingerprint("env_mode", "offline", "wheel_dir"),
+            ),
+            ("gold", self.gold, self._has("gold_results"), self.cfg.fingerprint("timeout_s", "memory_mb")),
+            ("preview", self.preview, lambda: True, {}),
+            (
+                "instruction",
+                self.instruction,
+                lambda: True,
+                {"model": bool(self.client), "domain": self.cfg.domain},
+            ),
+            ("evalsynth", self.evalsynth, self._has("eval"), {"model": bool(self.client)}),
+            ("package", self.package, self._has("task.json"), {"dockerfile": self.cfg.dockerfile}),
+            ("evalcheck", self.evalcheck, lambda: True, {"reruns": self.cfg.validate_reruns}),
+        ]
+        try:
+            for stage, fn, present, extra in steps:
+                self.fp = content_hash(self.fp, stage, json.dumps(extra, sort_keys=True, default=str))
+                self._stage(stage, fn, present)
+            self.outcome.status = "built"
+        except StageFailed as exc:
+            self.outcome.failed_stage, self.outcome.failure_kind, self.outcome.reason = (
+                exc.stage,
+                exc.kind,
+                exc.reason,
+            )
+            self.outcome.status = "rejected" if exc.kind == "evaluator" else "failed"
+        self.outcome.seconds = round(time.perf_counter() - t0, 3)
+        self._report()
+        if self.outcome.status != "built":
+            dest = self.out / REJECTED / self.cand.instance_id
+            shutil.rmtree(dest, ignore_errors=True)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(self.dir), str(dest))
+            self.outcome.task_dir = str(dest)
+        return self.outcome
+
+    def _has(self, rel: str) -> Callable[[], bool]:
+        return lambda: (self.dir / rel).exists()
+
+    def _stage(self, stage: str, fn: Callable[[], dict[str, Any]], present: Callable[[], bool]) -> None:
+        t0 = time.perf_counter()
+        hit = self.rec.cached(self.cand.instance_id, stage, self.fp)
+        if hit is not None and present():
+            self.state[stage] = hit["detail"]
+            self.outcome.stages[stage] = {"status": "cached", "seconds": 0.0, "detail": _brief(hit["detail"])}
+            self.rec.done(self.cand.instance_id, stage, self.fp, True, hit["detail"], 0.0, "cached")
+            return
+        try:
+            detail = fn()
+        except StageFailed as exc:
+            seconds = time.perf_counter() - t0
+            detail = {"kind": exc.kind, "reason": exc.reason, **exc.detail}
+            self.outcome.stages[stage] = {
+                "status": "failed",
+                "seconds": round(seconds, 3),
+                "detail": _brief(detail),
+            }
+            self.rec.done(self.cand.instance_id, stage, self.fp, False, detail, seconds, "failed")
+            raise
+        except Exception as exc:  # an unexpected bug in a stage must not stop the other tasks
+            seconds = time.perf_counter() - t0
+            detail = {"kind": "infrastructure", "reason": f"{type(exc).__name__}: {exc}"}
+            self.outcome.stages[stage] = {"status": "failed", "seconds": round(seconds, 3), "detail": detail}
+            self.rec.done(self.cand.instance_id, stage, self.fp, False, detail, seconds, "failed")
+            raise StageFailed(stage, "infrastructure", detail["reason"]) from exc
+        seconds = time.perf_counter() - t0
+        self.state[stage] = detail
+        self.outcome.stages[stage] = {
+            "status": "done",
+            "seconds": round(seconds, 3),
+            "detail": _brief(detail),
+        }
+        self.rec.done(self.cand.instance_id, stage, self.fp, True, detail, seconds, "done")
+
+    def _report(self) -> None:
+        report = asdict(self.outcome)
+        report["validation"] = self.state.get("evalcheck_full") or self.state.get("evalcheck")
+        write_json(self.dir / "build_report.json", report)
+
+    # -- stages ---------------------------------------------------------------------------------
+    def standalone(self) -> dict[str, Any]:
+        from veriforge.discovery.standalone import check_standalone, make_standalone
+
+        try:
+            sa = make_standalone(self.cand, self.repo_root)
+        except RewriteError as exc:
+            if self.client is None:
+                raise StageFailed("standalone", "program", f"path rewrite failed: {exc}") from exc
+            from veriforge.discovery.rewrite_model import model_rewrite
+
+            sa = model_rewrite(self.cand, self.repo_root, self.client, str(exc))
+            if check_standalone(sa.program):
+                raise StageFailed("standalone", "program", f"path rewrite failed: {exc}") from exc
+        shutil.rmtree(self.dir / "gold_program", ignore_errors=True)
+        (self.dir / "gold_program").mkdir(parents=True)
+        (self.dir / "gold_program" / sa.program_name).write_text(sa.program, encoding="utf-8")
+        copy_datasets(self.repo_root, sa.datasets, self.dir)
+        return sa.to_dict() | {"program": None}
+
+    def env(self) -> dict[str, Any]:
+        from veriforge.discovery.deps import resolve_requirements
+        from veriforge.discovery.envbuild import build_environment
+        from veriforge.discovery.mine import RepoIndex
+
+        index = RepoIndex(self.repo_root)
+        script_dir = str(Path(self.cand.path).parent).replace(".", "") if "/" in self.cand.path else ""
+        local = {m for m in self.cand.imports if index.is_local_module(m, script_dir)}
+        calls = [r["call"] for r in self.cand.reads + self.cand.writes]
+        reqs = resolve_requirements(self.cand.imports, self.repo_root, calls=calls, local_modules=local)
+        imports = [m for m in self.cand.imports if m not in local and _third_party(m)]
+        try:
+            env = build_environment(
+                reqs.specs,
+                reqs.dists,
+                imports,
+                mode=self.cfg.env_mode,
+                wheel_dir=self.cfg.wheel_dir,
+                offline=self.cfg.offline,
+            )
+        except EnvironmentBuildError as exc:
+            raise StageFailed("env", "infrastructure", str(exc), {"requirements": reqs.to_dict()}) from exc
+        (self.dir / "env").mkdir(exist_ok=True)
+        (self.dir / "env" / "requirements.lock").write_text("\n".join(env.lock) + "\n", encoding="utf-8")
+        (self.dir / "env" / "python_version").write_text(env.python_version + "\n", encoding="utf-8")
+        (self.dir / "env" / "requirements.in").write_text("\n".join(reqs.specs) + "\n", encoding="utf-8")
+        return env.to_dict() | {"requirements": reqs.to_dict()}
+
+    def gold(self) -> dict[str, Any]:
+        from veriforge.discovery.goldrun import run_gold
+
+        env = self.state["env"]
+        expected = self.state["standalone"]["outputs"]
+        res = run_gold(
+            self.dir,
+            self.state["standalone"]["program_name"],
+            env["python"],
+            expected,
+            timeout_s=self.cfg.timeout_s,
+            memory_mb=self.cfg.memory_mb,
+        )
+        if not res.ok:
+            raise StageFailed("gold", res.failure or "program", res.reason, res.to_dict())
+        return res.to_dict()
+
+    def preview(self) -> dict[str, Any]:
+        from veriforge.discovery.preview import dataset_preview, folder_tree
+
+        datasets = self.dir / "datasets"
+        return {"dataset_preview": dataset_preview(datasets), "dataset_folder_tree": folder_tree(datasets)}
+
+    def _info(self) -> dict[str, Any]:
+        sa = self.state["standalone"]
+        return {
+            "program_source": (self.dir / "gold_program" / sa["program_name"]).read_text(encoding="utf-8"),
+            "outputs": self.state["gold"]["outputs"],
+            "gold_dir": str(self.dir / "gold_results"),
+            "inputs": [f"datasets/{d}" for d in sa["datasets"]],
+            "datasets_dir": str(self.dir / "datasets"),
+            "dataset_preview": self.state["preview"]["dataset_preview"],
+            "dataset_folder_tree": self.state["preview"]["dataset_folder_tree"],
+            "domain": self.cfg.domain,
+            "github_name": self.github_name,
+            "src_file_or_path": self.cand.path,
+        }
+
+    def instruction(self) -> dict[str, Any]:
+        from veriforge.discovery.instruction import write_instruction
+
+        return {"task_inst": write_instruction(self._info(), client=self.client)}
+
+    def _eval_name(self) -> str:
+        stem = Path(self.state["standalone"]["program_name"]).stem
+        return f"eval_{stem}.py" if f"eval_{stem}".isidentifier() else "eval_task.py"
+
+    def evalsynth(self) -> dict[str, Any]:
+        from veriforge.discovery import evalsynth
+
+        outputs = [o.removeprefix("pred_results/") for o in self.state["gold"]["outputs"]]
+        name = self._eval_name()
+        try:
+            script = evalsynth.synthesize(
+                self.dir / "gold_results",
+                outputs,
+                client=self.client,
+                program_source=self._info()["program_source"],
+                script_name=name,
+            )
+        except evalsynth.EvalSynthesisError as exc:
+            raise StageFailed("evalsynth", "evaluator", str(exc)) from exc
+        shutil.rmtree(self.dir / "eval", ignore_errors=True)
+        script.write(self.dir / "eval" / name)
+        return {"eval_script_name": name, "plan": script.plan}
+
+    def package(self) -> dict[str, Any]:
+        env, sa = self.state["env"], self.state["standalone"]
+        data = task_json(
+            instance_id=self.cand.instance_id,
+            domain=self.cfg.domain,
+            categories=subtask_categories(self.cand.imports, self.state["gold"]["outputs"]),
+            github_name=self.github_name,
+            task_inst=self.state["instruction"]["task_inst"],
+            domain_knowledge="",
+            folder_tree=self.state["preview"]["dataset_folder_tree"],
+            preview=self.state["preview"]["dataset_preview"],
+            src_file=self.cand.path,
+            program_name=sa["program_name"],
+            outputs=self.state["gold"]["outputs"],
+            eval_script_name=self.state["evalsynth"]["eval_script_name"],
+            timeout_s=self.cfg.timeout_s,
+            python_version=env["python_version"],
+            venv_hint=env["env_dir"],
+            eval_plan=self.state["evalsynth"]["plan"],
+            extra={"env_mode": env["mode"], "datasets": sa["datasets"], "rewrites": sa["replacements"]},
+        )
+        write_json(self.dir / "task.json", data)
+        if self.cfg.dockerfile:
+            (self.dir / "Dockerfile").write_text(dockerfile(env["python_version"], sa["program_name"]))
+        return {"task_json": "task.json"}
+
+    def evalcheck(self) -> dict[str, Any]:
+        from veriforge.discovery.evalcheck import validate_evaluator
+
+        val = validate_evaluator(
+            self.dir, reruns=self.cfg.validate_reruns, python=self.state["env"]["python"]
+        )
+        full = val.to_dict()
+        self.state["evalcheck_full"] = full
+        if not val.ok:
+            raise StageFailed("evalcheck", "evaluator", "; ".join(val.reasons), {"validation": full})
+        return {"ok": True, "controls": [c["name"] for c in full["controls"]], "skipped": full["skipped"]}
+
+
+def _third_party(mod: str) -> bool:
+    import sys
+
+    return mod not in sys.stdlib_module_names and mod != "__future__"
+
+
+def build_tasks(
+    repo: str | Path,
+    out: str | Path,
+    cfg: BuildConfig | None = None,
+    *,
+    client: Any = None,
+    store: Any = None,
+    model_filter: Callable[[Candidate], tuple[bool, str]] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> BuildReport:
+    """Build every task of ``repo`` into ``out``; returns (and stores) the per-stage report."""
+    from veriforge.core.store import RunStore
+
+    cfg = cfg or BuildConfig()
+    t0 = time.perf_counter()
+    src = open_repository(repo)
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    own_store = store is None
+    store = store or RunStore()
+    config = {"repo": src.origin, "commit": src.commit, "out": str(out), **asdict(cfg), "model": bool(client)}
+    config.pop("jobs")
+    previous = [
+        r
+        for r in store.unfinished_runs(kind="d3gym.build")
+        if canonical_json(r.config) == canonical_json(config)
+    ]
+    run_id = store.start_run("d3gym.build", config, run_id=previous[-1].id if _resumable(previous) else None)
+    say = progress or (lambda _m: None)
+    try:
+        mined: MineResult = mine_repository(
+            src.path,
+            repo_name=src.name.split("/")[-1],
+            cfg=MineConfig(cfg.max_source_bytes, cfg.max_dataset_mb * 1024 * 1024),
+            model_filter=model_filter,
+        )
+        store.add_event(run_id, "mine", mined.to_dict())
+        say(f"mined {len(mined.candidates)} candidate(s), skipped {len(mined.skipped)} file(s)")
+        rec = _Recorder(store, run_id, out)
+
+        def one(cand: Candidate) -> TaskOutcome:
+            outcome = _TaskBuilder(cand, src.path, src.name, out, cfg, rec, client).run()
+            say(
+                f"{cand.instance_id}: {outcome.status}"
+                + (
+                    f" at {outcome.failed_stage} ({outcome.failure_kind}): {outcome.reason[:200]}"
+                    if outcome.failed_stage
+                    else ""
+                )
+            )
+            return outcome
+
+        with ThreadPoolExecutor(max_workers=max(1, cfg.jobs)) as pool:
+            tasks = list(pool.map(one, mined.candidates))
+        report = BuildReport(
+            repo=src.origin,
+            out=str(out),
+            run_id=run_id,
+            mined=[c.path for c in mined.candidates],
+            skipped=[{"path": s.path, "reason": s.reason} for s in mined.skipped],
+            tasks=tasks,
+            seconds=time.perf_counter() - t0,
+        )
+        write_json(out / "d3gym_build.json", report.to_dict())
+        store.finish_run(run_id, "done", report.summary())
+        return report
+    except BaseException:
+        store.finish_run(run_id, "failed")
+        raise
+    finally:
+        if own_store:
+            store.close()
+
+
+def _resumable(previous: list[Any]) -> bool:
+    from veriforge.core.store import pid_alive
+
+    if not previous:
+        return False
+    last = previous[-1]
+    return not (last.status == "running" and last.pid and pid_alive(last.pid))

@@ -1,0 +1,121 @@
+"""Stage 9 -- the task folder: ``task.json`` (ScienceAgentBench fields + ``veriforge``), Dockerfile.
+
+The folder layout is fixed (docs/d3gym.md); this module only composes the metadata files. Other
+stages write their own parts (datasets/, gold_program/, gold_results/, eval/, env/).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SCHEMA_VERSION", "copy_datasets", "dockerfile", "subtask_categories", "task_json", "write_json"]
+
+SCHEMA_VERSION = 1
+
+_CATEGORY_IMPORTS = {
+    "sklearn": "Machine Learning",
+    "torch": "Deep Learning",
+    "tensorflow": "Deep Learning",
+    "keras": "Deep Learning",
+    "scipy": "Statistical Analysis",
+    "statsmodels": "Statistical Analysis",
+    "geopandas": "Map Visualization",
+}
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def copy_datasets(repo_root: Path, datasets: list[str], task_dir: Path) -> None:
+    """Copy each repository file/folder to ``task_dir/datasets/<same relative path>``."""
+    base = task_dir / "datasets"
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    for rel in datasets:
+        src, dst = repo_root / rel, base / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, dirs_exist_ok=True)
+        else:
+            shutil.copy2(src, dst)
+
+
+def subtask_categories(imports: list[str], outputs: list[str]) -> str:
+    """ScienceAgentBench-style category list, from the program's imports and output types."""
+    cats: list[str] = []
+    for mod in imports:
+        cat = _CATEGORY_IMPORTS.get(mod)
+        if cat and cat not in cats:
+            cats.append(cat)
+    if any(o.lower().endswith((".png", ".jpg", ".jpeg", ".pdf", ".svg")) for o in outputs):
+        cats.append("Data Visualization")
+    if not cats:
+        cats.append("Computational Analysis")
+    return ", ".join(cats)
+
+
+def task_json(
+    *,
+    instance_id: str,
+    domain: str,
+    categories: str,
+    github_name: str,
+    task_inst: str,
+    domain_knowledge: str,
+    folder_tree: str,
+    preview: str,
+    src_file: str,
+    program_name: str,
+    outputs: list[str],
+    eval_script_name: str,
+    timeout_s: float,
+    python_version: str,
+    venv_hint: str,
+    eval_plan: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "instance_id": instance_id,
+        "domain": domain,
+        "subtask_categories": categories,
+        "github_name": github_name,
+        "task_inst": task_inst,
+        "domain_knowledge": domain_knowledge,
+        "dataset_folder_tree": folder_tree,
+        "dataset_preview": preview,
+        "src_file_or_path": src_file,
+        "gold_program_name": program_name,
+        "output_fname": outputs[0] if outputs else "",
+        "eval_script_name": eval_script_name,
+        "veriforge": {
+            "outputs": [o.removeprefix("pred_results/") for o in outputs],
+            "timeout_s": timeout_s,
+            "entry": f"python {program_name}",
+            "env": {"lock": "env/requirements.lock", "python": python_version, "venv_hint": venv_hint},
+            "eval_plan": eval_plan,
+            "version": SCHEMA_VERSION,
+            **(extra or {}),
+        },
+    }
+
+
+def dockerfile(python_version: str, program_name: str) -> str:
+    """A Dockerfile reproducing the task environment from the lock (optional artefact)."""
+    major_minor = ".".join(python_version.split(".")[:2]) or "3.11"
+    return (
+        f"FROM python:{major_minor}-slim\n"
+        "WORKDIR /task\n"
+        "COPY env/requirements.lock /task/env/requirements.lock\n"
+        "RUN pip install --no-cache-dir -r /task/env/requirements.lock\n"
+        "COPY datasets /task/datasets\n"
+        "RUN mkdir -p /task/pred_results\n"
+        "ENV MPLBACKEND=Agg OMP_NUM_THREADS=1 PYTHONHASHSEED=0\n"
+        f'CMD ["python", "{program_name}"]\n'
+    )

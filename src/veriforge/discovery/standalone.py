@@ -1,0 +1,288 @@
+"""Stage 2 -- make a mined program standalone: read from ``datasets/``, write to ``pred_results/``.
+
+The rewrite is deterministic and AST-guided. For each read/write call the provenance chain of its
+path (see :mod:`veriforge.discovery.pathexpr`) is walked from the root literal outwards to the first
+node used *only* for inputs (or only for outputs); that node -- a string literal, an argparse default,
+``os.path.join(BASE, "data")`` -- is replaced in the source text by a new literal:
+
+- inputs: ``datasets/<path of the same file or folder in the repository>``
+  (hard-coded absolute paths from another machine are matched by path suffix);
+- outputs: ``pred_results`` for an output folder, ``pred_results/<name>`` for an output file.
+
+Only those spans of text change, so comments, formatting and the program's logic stay as they were.
+The result is re-analysed and must read only under ``datasets/`` and write only under
+``pred_results/``; otherwise a :class:`RewriteError` says which call could not be redirected. A model
+may be asked to do the rewrite when the deterministic one fails (optional).
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from veriforge.discovery.errors import RewriteError
+from veriforge.discovery.iocalls import IORef, analyse
+from veriforge.discovery.mine import Candidate, RepoIndex
+
+__all__ = [
+    "DATASETS",
+    "PRED",
+    "Standalone",
+    "apply_replacements",
+    "check_standalone",
+    "make_standalone",
+    "program_name_for",
+]
+
+DATASETS = "datasets"
+PRED = "pred_results"
+
+
+@dataclass
+class Standalone:
+    program: str
+    program_name: str
+    datasets: list[str]  # repository-relative paths copied to datasets/<path>
+    outputs: list[str]  # expected outputs, relative to the task folder ("pred_results/x.csv")
+    replacements: list[dict[str, Any]] = field(default_factory=list)
+    method: str = "deterministic"
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            k: getattr(self, k)
+            for k in ("program", "program_name", "datasets", "outputs", "replacements", "method", "warnings")
+        }
+
+
+def program_name_for(candidate: Candidate) -> str:
+    name = posixpath.basename(candidate.path)
+    return name[: -len(".ipynb")] + ".py" if name.endswith(".ipynb") else name
+
+
+def _norm(p: str) -> str:
+    return posixpath.normpath(p) if p else p
+
+
+def _tail(full: str, prefix: str) -> str | None:
+    """``full`` relative to ``prefix`` ("" when equal), or None if it is not under it."""
+    full, prefix = _norm(full), _norm(prefix)
+    if full == prefix:
+        return ""
+    if prefix in ("", "."):
+        return full
+    if full.startswith(prefix.rstrip("/") + "/"):
+        return full[len(prefix.rstrip("/")) + 1 :]
+    return None
+
+
+def _point(ref: IORef, roles: dict[int, set[str]], role: str) -> tuple[ast.AST, str] | None:
+    assert ref.path is not None
+    for node, value in ref.path.chain:
+        if roles.get(id(node)) == {role}:
+            return node, value
+    return None
+
+
+_PATHLIB_CALLS = frozenset(
+    {
+        "Path",
+        "PurePath",
+        "PosixPath",
+        "joinpath",
+        "resolve",
+        "absolute",
+        "expanduser",
+        "with_name",
+        "with_suffix",
+    }
+)
+
+
+def _is_pathlike(node: ast.AST) -> bool:
+    """True when ``node`` evaluates to a ``pathlib`` object (so its replacement must be one too)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return True
+    if isinstance(node, ast.Attribute) and node.attr == "parent":
+        return True
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        return name in _PATHLIB_CALLS
+    return False
+
+
+def _path_ctor(tree: ast.Module) -> str:
+    """How this module can spell ``pathlib.Path`` without adding an import."""
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "pathlib":
+            for alias in node.names:
+                if alias.name == "Path":
+                    return alias.asname or "Path"
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "pathlib":
+                    return f"{alias.asname or 'pathlib'}.Path"
+    return '__import__("pathlib").Path'
+
+
+def apply_replacements(source: str, replacements: list[tuple[ast.AST, str]], path_ctor: str = "") -> str:
+    """Replace each node's source span with the new literal (AST columns are UTF-8 byte offsets).
+
+    A node that held a ``pathlib`` object is replaced by ``Path("...")`` (``path_ctor``) so code
+    such as ``DATA / "x.csv"`` keeps working.
+    """
+    lines = source.encode("utf-8").splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    data = source.encode("utf-8")
+    spans = []
+    for node, new in replacements:
+        start = offsets[node.lineno - 1] + node.col_offset  # type: ignore[attr-defined]
+        end = offsets[node.end_lineno - 1] + node.end_col_offset  # type: ignore[attr-defined]
+        text = json.dumps(new)
+        if path_ctor and _is_pathlike(node):
+            text = f"{path_ctor}({text})"
+        spans.append((start, end, text.encode("utf-8")))
+    spans.sort()
+    for (_s1, e1, _t1), (s2, _e2, _t2) in itertools.pairwise(spans):
+        if s2 < e1:
+            raise RewriteError("overlapping path rewrites")
+    for start, end, text in reversed(spans):
+        data = data[:start] + text + data[end:]
+    return data.decode("utf-8")
+
+
+def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
+    """Rewrite ``candidate`` deterministically (raises :class:`RewriteError` when it cannot)."""
+    index = RepoIndex(Path(repo_root))
+    script_dir = posixpath.dirname(candidate.path)
+    an = analyse(candidate.source, file_path=str(index.root / candidate.path))
+    written = {_norm(w.value) for w in an.writes if w.value}
+    reads: list[tuple[IORef, str]] = []
+    for ref in an.reads:
+        if ref.value is None or _norm(ref.value) in written:
+            continue
+        found = index.locate(ref.value, script_dir, prefer_script_dir=candidate.kind == "notebook")
+        if found and not found.endswith((".py", ".ipynb")):
+            reads.append((ref, found))
+    writes = [w for w in an.writes if w.value]
+    mkdirs = [m for m in an.mkdirs if m.value]
+    roles: dict[int, set[str]] = {}
+    for ref, _ in reads:
+        for node, _v in ref.path.chain:  # type: ignore[union-attr]
+            roles.setdefault(id(node), set()).add("read")
+    for ref in [*writes, *mkdirs]:
+        for node, _v in ref.path.chain:  # type: ignore[union-attr]
+            roles.setdefault(id(node), set()).add("write")
+
+    chosen: dict[int, tuple[ast.AST, str, str]] = {}  # node id -> (node, old value, new literal)
+    warnings: list[str] = []
+
+    def choose(node: ast.AST, old: str, new: str, ref: IORef) -> None:
+        prev = chosen.get(id(node))
+        if prev is not None and prev[2] != new:
+            raise RewriteError(
+                f"line {ref.line}: one path expression would need two rewrites ({prev[2]!r}, {new!r})"
+            )
+        chosen[id(node)] = (node, old, new)
+
+    datasets: list[str] = []
+    for ref, found in reads:
+        point = _point(ref, roles, "read")
+        if point is None:
+            raise RewriteError(f"line {ref.line} {ref.call}: input path shares its root with an output path")
+        node, old = point
+        tail = _tail(ref.value or "", old)
+        if tail is None:
+            raise RewriteError(f"line {ref.line} {ref.call}: cannot relate {ref.value!r} to {old!r}")
+        if tail == "":
+            point_rel = found
+        elif found == tail or found.endswith("/" + tail):
+            point_rel = found[: len(found) - len(tail)].rstrip("/")
+        else:
+            located = index.locate(old, script_dir, prefer_script_dir=candidate.kind == "notebook")
+            if located is None:
+                raise RewriteError(f"line {ref.line} {ref.call}: {old!r} is not a folder of the repository")
+            point_rel = located
+        choose(node, old, posixpath.join(DATASETS, point_rel) if point_rel else DATASETS, ref)
+        if found not in datasets:
+            datasets.append(found)
+
+    outputs: list[str] = []
+    new_full: dict[str, str] = {}
+    for ref in writes:
+        point = _point(ref, roles, "write")
+        if point is None:
+            raise RewriteError(f"line {ref.line} {ref.call}: output path shares its root with an input path")
+        node, old = point
+        tail = _tail(ref.value or "", old)
+        if tail is None:
+            raise RewriteError(f"line {ref.line} {ref.call}: cannot relate {ref.value!r} to {old!r}")
+        if tail == "":
+            new, out = posixpath.join(PRED, posixpath.basename(_norm(old))), None
+            out = new
+        else:
+            new, out = PRED, posixpath.join(PRED, tail)
+        choose(node, old, new, ref)
+        if out in outputs:
+            warnings.append(f"two writes produce {out}")
+        else:
+            outputs.append(out)
+        new_full[_norm(ref.value or "")] = out
+
+    for ref in mkdirs:
+        point = _point(ref, roles, "write")
+        if point is None or id(point[0]) in chosen:
+            continue
+        node, old = point
+        matches = [new for orig, new in new_full.items() if posixpath.dirname(orig) == _norm(ref.value or "")]
+        if matches:
+            choose(node, old, posixpath.dirname(matches[0]), ref)
+        else:
+            warnings.append(
+                f"line {ref.line}: {ref.call}({ref.value!r}) left unchanged (no output goes there)"
+            )
+
+    replacements = [(node, new) for node, _old, new in chosen.values()]
+    program = apply_replacements(candidate.source, replacements, _path_ctor(an.tree))
+    header = f"# Standalone version of {candidate.path} (D3-Gym): reads {DATASETS}/, writes {PRED}/.\n"
+    program = header + program
+    result = Standalone(
+        program=program,
+        program_name=program_name_for(candidate),
+        datasets=sorted(datasets),
+        outputs=outputs,
+        replacements=sorted(
+            ({"line": node.lineno, "old": old, "new": new} for node, old, new in chosen.values()),  # type: ignore[attr-defined]
+            key=lambda r: (r["line"], r["old"]),
+        ),
+        warnings=warnings + list(candidate.warnings),
+    )
+    problems = check_standalone(result.program)
+    if problems:
+        raise RewriteError("; ".join(problems))
+    return result
+
+
+def check_standalone(program: str) -> list[str]:
+    """Why ``program`` is not standalone (empty when every resolved read is under datasets/ and every
+    resolved write under pred_results/)."""
+    try:
+        an = analyse(program)
+    except SyntaxError as exc:
+        return [f"rewritten program does not parse: {exc}"]
+    problems = []
+    for ref in an.reads:
+        if ref.value and not _norm(ref.value).startswith((DATASETS + "/", PRED + "/")):
+            problems.append(f"line {ref.line} {ref.call} still reads {ref.value!r}")
+    for ref in an.writes:
+        if ref.value and not _norm(ref.value).startswith(PRED + "/"):
+            problems.append(f"line {ref.line} {ref.call} still writes {ref.value!r}")
+    return problems

@@ -1,0 +1,238 @@
+"""The OptiML-X HTML report: one self-contained file that tells how the kernel got faster.
+
+Sections (ids are stable so tests and users can link to them): ``summary`` (start vs best,
+provenance, verified configurations), ``progress`` (objective over evaluations with the
+best-so-far line), ``tree`` (the search tree as an inline SVG, one layer per depth, colour =
+verdict), ``profile`` (before/after features table and a bar chart of the proxy penalties),
+``findings`` (the winner's diagnosis), ``edits`` (every edit with evidence, effect and verdict)
+and ``diff`` (difflib's side-by-side HTML diff of the winner against the start). Plots are
+matplotlib (Agg) PNGs embedded as base64, so the file opens anywhere without network access.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import html
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from veriforge.optiml.xsearch import OptimizeResult
+
+__all__ = ["SECTIONS", "render_report", "tree_svg", "write_outputs"]
+
+SECTIONS = ("summary", "progress", "tree", "profile", "findings", "edits", "diff")
+_COLOURS = {"accepted": "#2e7d32", "rejected": "#c62828", "pending": "#9e9e9e"}
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1200px;color:#222}
+h1{font-size:1.6rem}h2{border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
+table{border-collapse:collapse;font-size:.9rem}td,th{border:1px solid #ddd;padding:.25rem .5rem;text-align:left}
+th{background:#f5f5f5}.ok{color:#2e7d32}.bad{color:#c62828}code{background:#f5f5f5;padding:0 .2rem}
+table.diff{font-family:monospace;font-size:.8rem}.diff_add{background:#e6ffec}.diff_chg{background:#fff5b1}
+.diff_sub{background:#ffebe9}img{max-width:100%}
+"""
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def progress_plot(history: list[dict[str, Any]], unit: str) -> str:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    xs = [h["evaluations"] for h in history]
+    ax.scatter([h["evaluations"] for h in history if h["quantity"] is not None],
+               [h["quantity"] for h in history if h["quantity"] is not None], s=14, c="#1565c0",
+               label="candidate (accepted)")
+    best = [h["best"] for h in history]
+    ax.step(xs, best, where="post", color="#2e7d32", label="best so far")
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel(f"objective ({unit})")
+    ax.set_yscale("log")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def penalties_plot(start: dict[str, float], best: dict[str, float]) -> str:
+    plt = _plt()
+    names = sorted(set(start) | set(best)) or ["(none)"]
+    fig, ax = plt.subplots(figsize=(7, 2.8))
+    idx = range(len(names))
+    ax.bar([i - 0.2 for i in idx], [start.get(n, 0.0) for n in names], width=0.4, label="start", color="#9e9e9e")
+    ax.bar([i + 0.2 for i in idx], [best.get(n, 0.0) for n in names], width=0.4, label="best", color="#2e7d32")
+    ax.set_xticks(list(idx), names)
+    ax.set_ylabel("penalty (0 = ideal)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def tree_svg(nodes: list[dict[str, Any]], best_id: int | None, width: int = 1100) -> str:
+    """A layered drawing of the tree: one row per depth, edges to parents, colour = verdict."""
+    layers: dict[int, list[dict[str, Any]]] = {}
+    for n in nodes:
+        layers.setdefault(int(n.get("depth", 0)), []).append(n)
+    row_h, r = 70, 9
+    height = row_h * (max(layers, default=0) + 1) + 40
+    pos: dict[int, tuple[float, float]] = {}
+    for depth, row in layers.items():
+        for i, n in enumerate(row):
+            pos[n["id"]] = ((i + 1) * width / (len(row) + 1), 25 + depth * row_h)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="search tree">']
+    for n in nodes:
+        if n.get("parent") is not None and n["parent"] in pos:
+            (x1, y1), (x2, y2) = pos[n["parent"]], pos[n["id"]]
+            parts.append(f'<line x1="{x1:.0f}" y1="{y1:.0f}" x2="{x2:.0f}" y2="{y2:.0f}" stroke="#bbb"/>')
+    for n in nodes:
+        x, y = pos[n["id"]]
+        colour = _COLOURS.get(n.get("status", ""), "#9e9e9e")
+        edit = (n.get("edit") or {}).get("description") or "start"
+        eff = (n.get("effect") or {}).get("relative_change")
+        eff_text = f" ({eff:+.1%})" if isinstance(eff, float) else ""
+        title = html.escape(f"#{n['id']} {edit}{eff_text} — {n.get('status')} {n.get('reason') or ''}")
+        stroke = ' stroke="#000" stroke-width="3"' if n["id"] == best_id else ""
+        parts.append(f'<circle cx="{x:.0f}" cy="{y:.0f}" r="{r}" fill="{colour}"{stroke}><title>{title}</title>'
+                     f'</circle><text x="{x:.0f}" y="{y + 22:.0f}" font-size="9" text-anchor="middle">'
+                     f'{n["id"]}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _fmt_time(t: float | None) -> str:
+    if t is None:
+        return "–"
+    return f"{t * 1e6:.2f} µs" if t < 1e-3 else f"{t * 1e3:.3f} ms"
+
+
+def render_report(result: OptimizeResult) -> str:
+    """The whole report as one HTML string."""
+    tree = result.tree_json()
+    nodes = tree.get("nodes", [])
+    start, best = result.start, result.best
+    sd, bd = start.evaluation.details, best.evaluation.details
+    prov = result.settings.provenance
+    esc = html.escape
+    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>OptiML-X report: {esc(result.spec.id)}"
+           f"</title><style>{_CSS}</style></head><body>"]
+    out.append(f"<h1>OptiML-X: {esc(result.spec.id)}</h1><p>{esc(result.spec.title)}</p>")
+    stats = result.search.stats
+    out.append("<section id='summary'><h2>Summary</h2><table>")
+    rows = [
+        ("start", esc(result.start_label)),
+        ("algorithm", f"{esc(result.search.algorithm)} · seed {result.settings.seed}"),
+        ("time provenance", f"<b>{esc(prov)}</b> (back-end {esc(result.settings.backend)}, "
+                            f"GPU model {esc(result.settings.gpu)}) — never mixed within this search"),
+        ("start time (geomean over configs)", _fmt_time(result.start_time)),
+        ("best time (geomean over configs)", _fmt_time(result.best_time)),
+        ("speedup", f"<b>{result.speedup:.2f}×</b>"),
+        ("objective start → best", f"{start.evaluation.objective:.4g} → {best.evaluation.objective:.4g}"),
+        ("verified configs (best)", esc(", ".join(bd.get("verified_configs") or []))),
+        ("evaluations", f"{stats.unique_evaluations} unique ({stats.accepted} accepted, {stats.rejected} "
+                        f"rejected), {stats.remeasured} re-measured, stop: {esc(stats.stop_reason)}"),
+        ("edits to the winner", esc(" → ".join(_path(best)) or "none (the start is best)")),
+    ]
+    out += [f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows]
+    out.append("</table></section>")
+    out.append(f"<section id='progress'><h2>Objective over evaluations</h2>"
+               f"<img alt='objective over evaluations' src='{progress_plot(result.search.history, 's')}'>"
+               "</section>")
+    out.append("<section id='tree'><h2>Search tree</h2><p>Green: accepted, red: rejected; the winner is "
+               "outlined; hover a node for its edit and effect.</p>"
+               f"{tree_svg(nodes, best.id)}</section>")
+    out.append("<section id='profile'><h2>Profile: before and after</h2><table><tr><th>feature</th>"
+               "<th>start</th><th>best</th></tr>")
+    sf, bf = sd.get("features") or {}, bd.get("features") or {}
+    for name in sorted(set(sf) | set(bf)):
+        out.append(f"<tr><td><code>{esc(name)}</code></td><td>{_num(sf.get(name))}</td>"
+                   f"<td>{_num(bf.get(name))}</td></tr>")
+    for cfg in sorted(set(sd.get("config_times") or {}) | set(bd.get("config_times") or {})):
+        out.append(f"<tr><td>time_s [{esc(cfg)}] ({esc(prov)})</td>"
+                   f"<td>{_fmt_time((sd.get('config_times') or {}).get(cfg))}</td>"
+                   f"<td>{_fmt_time((bd.get('config_times') or {}).get(cfg))}</td></tr>")
+    out.append("</table>")
+    chart = penalties_plot(sd.get("penalties") or {}, bd.get("penalties") or {})
+    out.append(f"<img alt='bottleneck proxies' src='{chart}'>")
+    out.append("</section>")
+    out.append("<section id='findings'><h2>Bottleneck diagnosis</h2><table><tr><th></th><th>start</th>"
+               "<th>best</th></tr>")
+    out.append(f"<tr><td>findings</td><td>{_findings_html(sd)}</td><td>{_findings_html(bd)}</td></tr></table>"
+               "</section>")
+    out.append("<section id='edits'><h2>Edits</h2><table><tr><th>#</th><th>parent</th><th>proposer</th>"
+               "<th>edit</th><th>evidence</th><th>verdict</th><th>effect</th></tr>")
+    for n in nodes:
+        edit = n.get("edit") or {}
+        eff = (n.get("effect") or {}).get("relative_change")
+        ev_text = _evidence_text(edit.get("evidence"))
+        cls = "ok" if n.get("status") == "accepted" else "bad"
+        verdict = n.get("status", "") + (f": {n.get('reason')}" if n.get("reason") else "")
+        out.append(f"<tr><td>{n['id']}</td><td>{'' if n.get('parent') is None else n['parent']}</td>"
+                   f"<td>{esc(edit.get('proposer') or '')}</td><td>{esc(edit.get('description') or 'start')}</td>"
+                   f"<td>{esc(ev_text)}</td><td class='{cls}'>{esc(verdict[:300])}</td>"
+                   f"<td>{'' if eff is None else f'{eff:+.1%}'}</td></tr>")
+    out.append("</table></section>")
+    diff = difflib.HtmlDiff(wrapcolumn=80).make_table(
+        start.state.source.splitlines(), best.state.source.splitlines(), "start", "best", context=True, numlines=3)
+    out.append(f"<section id='diff'><h2>Source diff: winner vs start</h2>{diff}</section>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def _path(node: Any) -> list[str]:
+    steps = []
+    while node is not None and node.parent is not None:
+        steps.append((node.edit or {}).get("description", "?"))
+        node = node.parent
+    return list(reversed(steps))
+
+
+def _num(v: Any) -> str:
+    if v is None:
+        return "–"
+    return f"{v:.4g}" if isinstance(v, float) else html.escape(str(v))
+
+
+def _findings_html(details: dict[str, Any]) -> str:
+    items = details.get("findings") or []
+    if not items:
+        return "none"
+    return "<ul>" + "".join(f"<li>[{html.escape(str(f.get('level', '')))}] {html.escape(f['message'])}</li>"
+                            for f in items[:8]) + "</ul>"
+
+
+def _evidence_text(evidence: Any) -> str:
+    if not isinstance(evidence, dict):
+        return "" if evidence is None else str(evidence)
+    msgs = [f.get("message", "") for f in evidence.get("findings") or []]
+    rest = {k: v for k, v in evidence.items() if k != "findings"}
+    return "; ".join([str(rest), *msgs]) if rest or msgs else ""
+
+
+def write_outputs(result: OptimizeResult, out_dir: str | Path) -> dict[str, Path]:
+    """best.cu, tree.json and report.html in ``out_dir`` (created); returns their paths."""
+    import json
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"kernel": out / "best.cu", "tree": out / "tree.json", "report": out / "report.html"}
+    paths["kernel"].write_text(result.best.state.source)
+    paths["tree"].write_text(json.dumps(result.tree_json(), indent=1, default=str))
+    paths["report"].write_text(render_report(result))
+    return paths
