@@ -99,8 +99,21 @@ def state(ctx: typer.Context) -> CliState:
 
 
 def _register() -> None:
-    from veriforge.cli import config_cmd, cuda, cuda_analyze, d3gym_cmd, doctor, eval_cmd, moa_cmd, tasks_cmd
+    from veriforge.cli import (
+        config_cmd,
+        cuda,
+        cuda_analyze,
+        d3gym_cmd,
+        doctor,
+        eval_cmd,
+        generate_cmd,
+        moa_cmd,
+        optimize_cmd,
+        tasks_cmd,
+    )
 
+    app.command("optimize")(optimize_cmd.optimize_cmd)
+    app.command("generate")(generate_cmd.generate_cmd)
     app.command("doctor")(doctor.doctor)
     app.add_typer(config_cmd.app, name="config")
     cuda.app.command("analyze")(cuda_analyze.analyze_cmd)

@@ -280,7 +280,7 @@ def resolve_generation_task(request: str | None, task: str | Path | None) -> tup
 
     if task is not None:
         spec = load_task(find_task(task))
-        words = request.strip() if request and request.strip() else None
+        words = request.strip() if request and request.strip() and request.strip() != str(task) else None
     else:
         if not request or not request.strip():
             raise GeneratorConfigError("nothing to generate: give a task in words plus --task, "

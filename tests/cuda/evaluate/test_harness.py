@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from veriforge.core.store import RunStore
+from veriforge.cuda.evaluate.backend import BackendRun, CRequest
 from veriforge.cuda.evaluate.compare import compare
+from veriforge.cuda.evaluate.cpu import CpuBackend
 from veriforge.cuda.evaluate.harness import evaluate
 from veriforge.cuda.tasks.generate import poison
 
@@ -103,3 +105,22 @@ def test_poison_patterns_differ_and_are_never_valid_floats() -> None:
 def test_trials_must_be_at_least_two(trials: int) -> None:
     with pytest.raises(ValueError):
         evaluate(AXPY, OFF_BY_ONE, trials=trials)
+
+
+class _SideStreamBackend(CpuBackend):
+    """The CPU back-end plus the finding a GPU back-end reports for work left on a side stream."""
+
+    def run_c(self, request: CRequest) -> BackendRun:
+        run = super().run_c(request)
+        run.cases[-1].problems.append(f"config {run.cases[-1].config!r}: the call returned before its work "
+                                      f"finished (a side stream the timer does not wait for)")
+        return run
+
+
+def test_c_backend_problems_reject_the_candidate() -> None:
+    impl = AXPY / "impls" / "naive.cu"
+    assert evaluate(AXPY, impl, estimate=False).verdict.correct
+    res = evaluate(AXPY, impl, backend=_SideStreamBackend(), estimate=False)
+    assert not res.verdict.correct and res.verdict.rejected
+    assert res.details["rejection"] == "dynamic"
+    assert "side stream" in res.verdict.reason and "config 'odd'" in res.verdict.reason

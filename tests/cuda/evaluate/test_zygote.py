@@ -1,0 +1,141 @@
+"""PyTorch→CUDA evaluations run in children forked from one fork server (the zygote) that imported torch
+once: still one process per evaluation, still killed on timeout, and a crash (even of the server
+itself) costs one result, never the harness.
+
+The crash/hang candidates below would be refused by the static anti-cheat scan (they import ``os``), so
+these tests switch the scan off: they model a candidate that slipped past it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from veriforge.cuda.evaluate import anticheat_torch
+from veriforge.cuda.evaluate.harness import evaluate
+from veriforge.cuda.evaluate.isolation import uses_zygote
+from veriforge.cuda.evaluate.zygote import get_zygote
+
+RELU = Path(__file__).parents[1] / "tasks" / "data" / "torch2cuda" / "relu_rows"
+IMPLS = sorted((RELU / "impls").glob("*.py"))
+
+_HEAD = '''
+import os
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim_in):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(dim_in))
+
+    def forward(self, x):
+'''
+CRASH = _HEAD + "        os.kill(os.getpid(), 11)\n"
+HANG = _HEAD + "        while True:\n            pass\n"
+KILLS_SERVER = _HEAD + "        os.kill(os.getppid(), 9)\n        while True:\n            pass\n"
+ENV_PROBE = "import os\nraise RuntimeError('probe=' + os.environ.get('VF_ZYGOTE_PROBE', 'unset'))\n"
+
+pytestmark = pytest.mark.skipif(not uses_zygote("cpu"), reason="no fork server on this platform")
+
+
+@pytest.fixture
+def no_static_scan(monkeypatch):
+    monkeypatch.setattr(anticheat_torch, "scan_torch", lambda *a, **k: [])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _passes() -> bool:
+    res = evaluate(RELU, IMPLS[0], configs=["small"])
+    return res.verdict.correct
+
+
+def test_crash_and_hang_cost_one_child_not_the_server(no_static_scan) -> None:
+    assert _passes()
+    zygote = get_zygote()
+    server = zygote.server_pid
+    assert server is not None and _alive(server)
+
+    res = evaluate(RELU, CRASH, configs=["small"])
+    assert not res.verdict.correct and res.details["status"] == "crash"
+    assert "signal 11" in res.verdict.reason
+
+    started = time.monotonic()
+    res = evaluate(RELU, HANG, configs=["small"], timeout=1)
+    assert time.monotonic() - started < 20
+    assert not res.verdict.correct and res.details["status"] == "timeout"
+    assert "did not finish within 1 s" in res.verdict.reason
+
+    assert zygote.server_pid == server and _alive(server)
+    assert _passes()
+
+
+def test_a_dead_server_is_replaced(no_static_scan) -> None:
+    zygote = get_zygote()
+    assert _passes()
+    old, starts = zygote.server_pid, zygote.starts
+    assert old is not None
+    os.kill(old, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while zygote.server_pid is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _passes()
+    assert zygote.starts == starts + 1 and zygote.server_pid not in (None, old)
+
+    # A candidate that kills its own fork server is a crash, and the next evaluation gets a new server.
+    res = evaluate(RELU, KILLS_SERVER, configs=["small"])
+    assert not res.verdict.correct and res.details["status"] == "crash"
+    assert "fork server died" in res.verdict.reason
+    assert _passes()
+    assert zygote.starts == starts + 2
+
+
+def test_concurrent_requests_share_one_server() -> None:
+    zygote = get_zygote()
+    assert _passes()
+    starts = zygote.starts
+    wrong = IMPLS[0].read_text().replace("(v > 0.f ? v : 0.f)", "(v > 0.f ? v : 1.f)")
+    jobs = [*IMPLS, wrong, *IMPLS]
+    results: list = [None] * len(jobs)
+
+    def run(k: int) -> None:
+        results[k] = evaluate(RELU, jobs[k], configs=["small", "wide"])
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    verdicts = [r.verdict.correct for r in results]
+    assert verdicts == [True] * len(IMPLS) + [False] + [True] * len(IMPLS)
+    assert "config 'small'" in results[len(IMPLS)].verdict.reason
+    assert zygote.starts == starts
+
+
+def test_children_see_the_callers_environment_at_request_time(no_static_scan, monkeypatch) -> None:
+    assert _passes()  # the server is running before the variable exists
+    monkeypatch.setenv("VF_ZYGOTE_PROBE", "seen-by-child-42")
+    res = evaluate(RELU, ENV_PROBE, configs=["small"])
+    assert not res.verdict.compiled
+    assert "probe=seen-by-child-42" in res.verdict.reason
+
+
+@pytest.mark.slow
+def test_plain_subprocess_fallback(no_static_scan, monkeypatch) -> None:
+    monkeypatch.setenv("VERIFORGE_EVAL_ZYGOTE", "0")
+    assert not uses_zygote("cpu")
+    res = evaluate(RELU, CRASH, configs=["small"])
+    assert res.details["status"] == "crash" and "signal 11" in res.verdict.reason
