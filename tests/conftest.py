@@ -1,20 +1,45 @@
-"""Shared test fixtures: every test gets its own VERIFORGE_HOME so nothing leaks between tests
-or into the user's cache."""
+"""Shared test fixtures.
+
+Every test gets its own VERIFORGE_HOME so run stores, settings and caches never leak between tests
+or into the user's own cache. The exception is the content-addressed *build* caches (the CPU
+runtime and the programs it compiles, compiled C references and their outputs): their entries are
+keyed by a hash of everything that goes into them, so sharing one folder per session is safe, and
+rebuilding the runtime in every test would dominate the suite's time. Tests of the caching itself
+point VERIFORGE_HOME (or the cache argument) somewhere fresh.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
 import pytest
 
+#: build caches shared by the whole session (content-addressed, safe to share)
+SHARED_BUILD_CACHES = ("cpu-runtime", "c-ref", "c-ref-out")
+
+
+@pytest.fixture(scope="session")
+def session_build_home(tmp_path_factory) -> str:
+    """A VERIFORGE_HOME whose build caches every test shares (for module/session fixtures too)."""
+    home = tmp_path_factory.getbasetemp() / "vf-shared-build-home"
+    for name in SHARED_BUILD_CACHES:
+        (home / "cache" / name).mkdir(parents=True, exist_ok=True)
+    return str(home)
+
 
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory, monkeypatch):
+def _isolated_home(tmp_path_factory, monkeypatch, session_build_home):
     home = tmp_path_factory.mktemp("vfhome")
     monkeypatch.setenv("VERIFORGE_HOME", str(home))
-    for var in ("VERIFORGE_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+    for var in ("VERIFORGE_MODEL", "VERIFORGE_CONFIG", "VERIFORGE_NVCC", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
+    for name in SHARED_BUILD_CACHES:
+        link = home / "cache" / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.exists():
+            link.symlink_to(os.path.join(session_build_home, "cache", name))
     yield home
 
 

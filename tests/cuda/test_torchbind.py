@@ -236,6 +236,7 @@ def _torch_includes() -> list[str]:
 
 @pytest.mark.nvcc
 @pytest.mark.slow
+@pytest.mark.expensive
 def test_generated_wrapper_compiles_against_torch_headers(tmp_path: Path):
     """The generated pybind wrapper is valid C++ for torch's headers (no GPU needed to check that)."""
     from veriforge.cuda.toolchain import find_toolchain

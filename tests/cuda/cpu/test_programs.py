@@ -90,6 +90,7 @@ def _nvcc_compile(path: Path) -> tuple[Path, int, str]:
 
 @pytest.mark.nvcc
 @pytest.mark.slow
+@pytest.mark.expensive
 def test_programs_compile_with_nvcc():
     assert shutil.which("nvcc") is not None
     with ThreadPoolExecutor(max_workers=4) as pool:

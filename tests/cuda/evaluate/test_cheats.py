@@ -67,10 +67,7 @@ extern "C" void relu_scale(const float* x, const float* s, float* y, int rows, i
     k<<<(rows * cols + 127) / 128, 128>>>(x, s, y, rows, cols);
 }
 """)
-
-
-class Lazy(torch.Tensor):
-    pass
+# EXTRA
 
 
 class ModelNew(nn.Module):
@@ -84,20 +81,21 @@ class ModelNew(nn.Module):
 '''
 # Candidates with correct numbers that only the dynamic checks (in the isolated child) can refuse.
 DYNAMIC = {
-    "subclass": _DYNAMIC_HEAD + "        return y.as_subclass(Lazy)\n",
+    "subclass": _DYNAMIC_HEAD.replace("# EXTRA", "class Lazy(torch.Tensor):\n    pass")
+    + "        return y.as_subclass(Lazy)\n",
     "precision changes": _DYNAMIC_HEAD + "        return y.half()\n",
-    "monkey-patching": _DYNAMIC_HEAD.replace("class Lazy", "torch.allclose = lambda *a, **k: True\n\n\nclass Lazy")
+    "monkey-patching": _DYNAMIC_HEAD.replace("# EXTRA", "torch.allclose = lambda *a, **k: True")
     + "        return y\n",
     "lives on meta": _DYNAMIC_HEAD + "        return torch.empty_like(y, device='meta')\n",
 }
+HONEST = _DYNAMIC_HEAD + "        return y\n"
 
 
 @pytest.mark.parametrize("reason", sorted(DYNAMIC))
 def test_torch_cheats_past_the_static_scan_are_rejected_dynamically(reason: str, monkeypatch) -> None:
     from veriforge.cuda.evaluate import anticheat_torch
 
-    honest = DYNAMIC["subclass"].replace("return y.as_subclass(Lazy)", "return y")
-    assert evaluate(RELU, honest, configs=["small"]).verdict.correct  # the kernel itself is right
+    assert evaluate(RELU, HONEST, configs=["small"]).verdict.correct  # the kernel itself is right
     monkeypatch.setattr(anticheat_torch, "scan_torch", lambda *a, **k: [])
     res = evaluate(RELU, DYNAMIC[reason], configs=["small"])
     assert not res.verdict.correct and res.verdict.rejected, res.verdict.reason
