@@ -157,10 +157,10 @@ extern "C" void crash_in_host() { abort(); }
 __global__ void spin(volatile int* flag) { while (*flag == 0) {} }
 extern "C" void hang(int* flag) { spin<<<1, 1>>>(flag); }
 
-__global__ void divergent(float* x) {
+__global__ void divergent(float* x) {  // half the block at a barrier, half in a shuffle: deadlock
     if (threadIdx.x < 16) {
         __syncthreads();
-    }
+    } else { x[threadIdx.x] = __shfl_sync(0xffffffff, 2.f, 0); }
     x[threadIdx.x] = 1.f;
 }
 extern "C" int divergent_barrier(float* x) {

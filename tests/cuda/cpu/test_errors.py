@@ -26,9 +26,11 @@ __global__ void divergent(int* x) {
     }
 }
 __global__ void early_exit(int* x) {
+    __shared__ int s[32];
     if (threadIdx.x >= 8) return;
-    x[threadIdx.x] = 2;
+    s[threadIdx.x] = 2 * x[threadIdx.x];
     __syncthreads();
+    x[threadIdx.x] = s[7 - threadIdx.x];
 }
 __global__ void deadlock(int* x) {
     int v = x[threadIdx.x];
@@ -51,6 +53,21 @@ __global__ void asserter(int* x) {
 }
 __global__ void bad_mask(int* x) {
     x[threadIdx.x] = __shfl_sync(0x1u, x[threadIdx.x], 0);
+}
+__global__ void exit_then_diverge(int* x) {
+    if (threadIdx.x >= 24) return;
+    if (threadIdx.x < 8) {
+        __syncthreads();
+    } else {
+        x[threadIdx.x] = 1;
+        __syncthreads();
+    }
+}
+__global__ void exit_then_count(const int* x, int* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int c = __syncthreads_count(x[i] > 0);
+    if (threadIdx.x == 0) out[blockIdx.x] = c;
 }
 """
 
@@ -133,12 +150,30 @@ def test_divergent_barrier_names_kernel_and_both_lines(mod):
     assert f"line {_line(FAULTY, '__syncthreads();', 2)}" in msg
 
 
-def test_barrier_after_threads_exited(mod):
+def test_threads_that_returned_do_not_block_a_barrier(mod):
+    # `if (i >= n) return; ... __syncthreads();` works on Volta+ GPUs: exited threads no longer
+    # take part in the barrier. In both thread orders (the race probe runs threads in reverse).
+    x = np.arange(32, dtype=np.int32)
+    mod.launch("early_exit", 1, 32, [x])
+    np.testing.assert_array_equal(x[:8], 2 * np.arange(8)[::-1])
+    np.testing.assert_array_equal(x[8:], np.arange(8, 32))
+    assert mod.race_check("early_exit", 1, 32, [np.arange(32, dtype=np.int32)]).ok
+
+
+def test_syncthreads_count_ignores_exited_threads(mod):
+    x = np.array([1, -1, 2, 3, -5, 6, 7, 8, 9, -1], np.int32)
+    out = np.full(3, -1, np.int32)
+    mod.launch("exit_then_count", 3, 4, [x, out, 10])  # last block: threads 2, 3 exit
+    np.testing.assert_array_equal(out, [3, 3, 1])
+
+
+def test_divergent_barrier_after_some_threads_exited_is_still_a_fault(mod):
     with pytest.raises(cpu.KernelFault) as err:
-        mod.launch("early_exit", 1, 32, [np.zeros(32, np.int32)])
+        mod.launch("exit_then_diverge", 1, 32, [np.zeros(32, np.int32)])
     msg = str(err.value)
-    assert "kernel 'early_exit'" in msg and "exited" in msg
-    assert f"line {_line(FAULTY, '__syncthreads();', 3)}" in msg
+    assert "kernel 'exit_then_diverge'" in msg and "divergent __syncthreads()" in msg
+    assert f"line {_line(FAULTY, '__syncthreads();', 5)}" in msg
+    assert f"line {_line(FAULTY, '__syncthreads();', 6)}" in msg
 
 
 def test_deadlock_between_warp_shuffle_and_barrier(mod):
@@ -177,8 +212,19 @@ def test_segfault_in_kernel_does_not_kill_the_caller(mod):
 def test_trap_and_assert(mod):
     with pytest.raises(cpu.KernelFault, match=rf"__trap\(\) at line {_line(FAULTY, '__trap()')} in thread \(3,0,0\)"):
         mod.launch("trapper", 1, 8, [np.zeros(8, np.int32)])
-    with pytest.raises(cpu.KernelFault, match=r"assertion failed: .*kernel\.cu:\d+"):
+    line = _line(FAULTY, "assert(x[threadIdx.x] >= 0)")
+    mod.launch("fill<5>", 1, 8, [np.zeros(8, np.int32)])
+    server = mod._server
+    with pytest.raises(cpu.KernelFault) as err:
         mod.launch("asserter", 1, 4, [np.array([0, 1, -1, 2], np.int32)])
+    assert re.search(rf"kernel 'asserter', block \(0,0,0\): device-side assert triggered: kernel\.cu:{line}: "
+                     r"void asserter\(int\*\): block: \[0,0,0\], thread: \[2,0,0\] "
+                     r"Assertion `x\[threadIdx.x\] >= 0` failed\.", str(err.value)), str(err.value)
+    # the kernel aborted, the server did not (no SIGABRT): the next launch runs in the same process
+    assert server is not None and server.alive and mod._server is server
+    x = np.zeros(8, np.int32)
+    mod.launch("fill<5>", 1, 8, [x])
+    assert np.all(x == 5) and mod._server is server
 
 
 def test_sanitize_reports_out_of_bounds_with_kernel_line(compile_cu):

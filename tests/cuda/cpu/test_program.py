@@ -109,8 +109,8 @@ FAULTING = r"""
 #include <cstdio>
 #include <cuda_runtime.h>
 __global__ void bad(int* x) {
-    if (threadIdx.x < 4) return;
-    __syncthreads();
+    if (threadIdx.x < 4) { x[threadIdx.x] = 2; __syncthreads(); }
+    else { __syncthreads(); }
     x[threadIdx.x] = 1;
 }
 int main() {
@@ -130,7 +130,58 @@ def test_kernel_fault_goes_down_the_programs_error_path():
     assert res.returncode == 3
     assert "sync: unspecified launch failure" in res.stdout
     assert "sticky: cudaErrorLaunchFailure" in res.stdout
-    assert "kernel 'bad'" in res.stderr and "__syncthreads() at line 6" in res.stderr
+    assert "kernel 'bad'" in res.stderr and "divergent __syncthreads()" in res.stderr
+    assert "line 5" in res.stderr and "line 6" in res.stderr
+
+
+ASSERTING = r"""
+#include <cassert>
+#include <cstdio>
+__global__ void check_positive(const int *p) { assert(p[threadIdx.x] > 0); }
+__global__ void trapper(int *p) { if (threadIdx.x == 1) __trap(); p[threadIdx.x] = 0; }
+int main(int argc, char **) {
+    printf("before the kernel\n");
+    int h[4] = {1, 2, -3, 4}, *d;
+    cudaMalloc(&d, sizeof(h));
+    cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice);
+    if (argc > 1) trapper<<<1, 4>>>(d); else check_positive<<<1, 4>>>(d);
+    cudaError_t e = cudaDeviceSynchronize();
+    printf("sync: %s\n", cudaGetErrorString(e));
+    printf("sticky: %s\n", cudaGetErrorName(cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost)));
+    cudaDeviceReset();
+    printf("after reset: %s\n", cudaGetErrorName(cudaGetLastError()));
+    return 0;
+}
+"""
+
+
+def test_device_assert_aborts_the_kernel_not_the_program():
+    res = cpu.run_program(ASSERTING)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.splitlines() == ["before the kernel", "sync: device-side assert triggered",
+                                       "sticky: cudaErrorAssert", "after reset: cudaSuccess"]
+    assert ("program.cu:4: void check_positive(const int*): block: [0,0,0], thread: [2,0,0] "
+            "Assertion `p[threadIdx.x] > 0` failed.") in res.stderr
+
+
+def test_trap_is_an_unspecified_launch_failure():
+    res = cpu.run_program(ASSERTING, argv=["trap"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "sync: unspecified launch failure" in res.stdout and "sticky: cudaErrorLaunchFailure" in res.stdout
+    assert "kernel 'trapper'" in res.stderr and "__trap() at line 5" in res.stderr
+
+
+def test_output_printed_before_a_crash_survives():
+    src = ("#include <cstdio>\n#include <cassert>\n#include <cstdint>\n"
+           "int main(int argc, char**) {\n    printf(\"step 1\\n\");\n"
+           "    if (argc > 1) { int* p = (int*)(uintptr_t)(argc - 2); *p = 1; }\n"
+           "    assert(argc == 7);\n    return 0;\n}\n")
+    res = cpu.run_program(src)  # host assert: glibc's message, SIGABRT, but stdout kept
+    assert res.returncode < 0 and "SIGABRT" in res.stderr
+    assert res.stdout == "step 1\n"
+    assert "program.cu:7: int main(int, char**): Assertion `argc == 7' failed." in res.stderr
+    res = cpu.run_program(src, argv=["x"])
+    assert res.returncode < 0 and "SIGSEGV" in res.stderr and res.stdout == "step 1\n"
 
 
 def test_timeout_is_a_result_not_a_hang():

@@ -89,3 +89,54 @@ def test_features_in_comments_or_grid_rank_only_are_fine():
 def test_kernel_name_normalisation():
     assert normalize_kernel_name(" reduce< 256 , float > ") == "reduce<256,float>"
     assert normalize_kernel_name("ns :: k<unsigned int>") == "ns::k<unsigned int>"
+
+
+def test_extern_shared_with_nested_parentheses_in_align():
+    # F13: `__align__(sizeof(T))` (typed dynamic shared memory in templates, PyTorch / caffe2 style)
+    src = ("template <typename T> __global__ void rev(T* d) {\n"
+           "    extern __shared__ __align__(sizeof(T)) unsigned char my_smem[];\n"
+           "    extern __shared__ alignas(alignof(float4)) float f4[];\n"
+           "}\n")
+    out = rewrite(scan(src))
+    assert "unsigned char* my_smem = reinterpret_cast<unsigned char*>(::vf::dynamic_shared());" in out
+    assert "float* f4 = reinterpret_cast<float*>(::vf::dynamic_shared());" in out
+    assert "extern" not in out and out.count("\n") == src.count("\n")
+
+
+def test_launch_arguments_do_not_odr_use_uncaptured_constants():
+    # F10: the rewrite keeps the user's argument list as a call on the launcher (by value in C++)
+    src = "int main() {\n  const int n = 8;\n  auto f = [](int* d) { k<<<1, n>>>(d, n); };\n}\n"
+    out = rewrite(scan(src))
+    assert "(d, n);" in out and "LaunchConfig(1, n)" in out
+
+
+def test_volatile_pointers_become_lockstep_pointers():
+    # F9: warp-synchronous code over volatile pointers runs the warp's lanes in lockstep
+    src = """__device__ void warpReduce(volatile int *sdata, int tid) {
+    sdata[tid] += sdata[tid + 32];
+}
+template <class T> __device__ T scan(volatile T* __restrict__ s, unsigned int lane);
+__global__ void k(float* x, volatile int* flag) {
+    volatile float *vs = x;
+    float volatile* w = x, *u = x;
+    volatile unsigned int* q;
+    volatile int counter = 0;
+    ((volatile float*)x)[0] = 1.0f;
+    volatile void* raw = x;
+}
+volatile int* g_ptr;
+"""
+    out = rewrite(scan(src))
+    lines = out.splitlines()
+    assert len(lines) == len(src.splitlines())
+    assert lines[0] == ("__device__ void warpReduce(volatile int *vf_volatile_sdata, int tid) { "
+                        "::vf::LockstepPtr<int> sdata(vf_volatile_sdata);")
+    assert lines[3] == src.splitlines()[3]  # a declaration without a body is left alone
+    assert "volatile int* vf_volatile_flag) { ::vf::LockstepPtr<int> flag(vf_volatile_flag);" in lines[4]
+    assert lines[5].strip() == "::vf::LockstepPtr<float> vs = x;"
+    assert lines[6].strip() == "float volatile* w = x, *u = x;"  # two declarators: untouched
+    assert lines[7].strip() == "::vf::LockstepPtr<unsigned int> q;"
+    assert lines[8].strip() == "volatile int counter = 0;"  # not a pointer
+    assert lines[9].strip() == "((::vf::LockstepPtr<float>)x)[0] = 1.0f;"
+    assert lines[10].strip() == "volatile void* raw = x;"
+    assert lines[12] == "volatile int* g_ptr;"  # namespace scope: untouched

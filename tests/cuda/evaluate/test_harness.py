@@ -124,3 +124,23 @@ def test_c_backend_problems_reject_the_candidate() -> None:
     assert not res.verdict.correct and res.verdict.rejected
     assert res.details["rejection"] == "dynamic"
     assert "side stream" in res.verdict.reason and "config 'odd'" in res.verdict.reason
+
+
+class _RecordingBackend(CpuBackend):
+    def __init__(self) -> None:
+        self.baselines: list[str | None] = []
+
+    def run_c(self, request: CRequest) -> BackendRun:
+        self.baselines.append(request.baseline_source)
+        return super().run_c(request)
+
+
+def test_baseline_source_reaches_the_backend_and_the_cache_key(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs.sqlite")
+    be = _RecordingBackend()
+    impl, baseline = AXPY / "impls" / "naive.cu", AXPY / "impls" / "grid_stride.cu"
+    plain = evaluate(AXPY, impl, backend=be, store=store, estimate=False)
+    timed = evaluate(AXPY, impl, backend=be, store=store, estimate=False, baseline=baseline)
+    assert plain.verdict.correct and timed.verdict.correct and not timed.cached
+    assert plain.key != timed.key
+    assert be.baselines == [None, baseline.read_text()]

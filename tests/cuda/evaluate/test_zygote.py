@@ -38,7 +38,8 @@ class ModelNew(nn.Module):
     def forward(self, x):
 '''
 CRASH = _HEAD + "        os.kill(os.getpid(), 11)\n"
-HANG = _HEAD + "        while True:\n            pass\n"
+HANG = _HEAD + ("        with open(os.environ['VF_PID_FILE'], 'w') as f:\n            f.write(str(os.getpid()))\n"
+                "        while True:\n            pass\n")
 KILLS_SERVER = _HEAD + "        os.kill(os.getppid(), 9)\n        while True:\n            pass\n"
 ENV_PROBE = "import os\nraise RuntimeError('probe=' + os.environ.get('VF_ZYGOTE_PROBE', 'unset'))\n"
 
@@ -63,7 +64,7 @@ def _passes() -> bool:
     return res.verdict.correct
 
 
-def test_crash_and_hang_cost_one_child_not_the_server(no_static_scan) -> None:
+def test_crash_and_hang_cost_one_child_not_the_server(no_static_scan, monkeypatch, tmp_path: Path) -> None:
     assert _passes()
     zygote = get_zygote()
     server = zygote.server_pid
@@ -73,11 +74,19 @@ def test_crash_and_hang_cost_one_child_not_the_server(no_static_scan) -> None:
     assert not res.verdict.correct and res.details["status"] == "crash"
     assert "signal 11" in res.verdict.reason
 
+    pid_file = tmp_path / "hang.pid"
+    monkeypatch.setenv("VF_PID_FILE", str(pid_file))
     started = time.monotonic()
     res = evaluate(RELU, HANG, configs=["small"], timeout=1)
     assert time.monotonic() - started < 20
     assert not res.verdict.correct and res.details["status"] == "timeout"
     assert "did not finish within 1 s" in res.verdict.reason
+    hung = int(pid_file.read_text())
+    assert hung not in (os.getpid(), server)
+    deadline = time.monotonic() + 10
+    while _alive(hung) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(hung)  # killed, and reaped by the server
 
     assert zygote.server_pid == server and _alive(server)
     assert _passes()
@@ -139,3 +148,17 @@ def test_plain_subprocess_fallback(no_static_scan, monkeypatch) -> None:
     assert not uses_zygote("cpu")
     res = evaluate(RELU, CRASH, configs=["small"])
     assert res.details["status"] == "crash" and "signal 11" in res.verdict.reason
+
+
+def test_a_server_that_cannot_start_falls_back_to_a_fresh_interpreter(monkeypatch) -> None:
+    import sys
+
+    from veriforge.cuda.evaluate import zygote as zmod
+
+    broken = zmod.Zygote(command=[sys.executable, "-c", "import sys; print('no torch here', file=sys.stderr)"])
+    monkeypatch.setattr(zmod, "_zygote", broken)
+    assert _passes()  # ran in a new interpreter instead
+    assert broken.starts == 1 and "no torch here" in broken.broken
+    with pytest.raises(zmod.ZygoteError):
+        broken.run(req="x", res="y", cwd=".", out="o", err="e", env={}, timeout_s=1)
+    assert broken.starts == 1  # a failed start is not retried on every request

@@ -1,10 +1,10 @@
 """The bundled dataset: every task validates (schema, signatures, references) and EVERY implementation of
 EVERY task is judged correct by the CPU back-end on every configuration with two trials each.
 
-The slowest test of the package: ~190 evaluations on 2 workers sharing the build caches (CPU runtime
+The slowest test of the package: 195 evaluations on 2 workers sharing the build caches (CPU runtime
 built once, each reference compiled once, PyTorch→CUDA candidates forked from one fork server that
-imported torch once). About 2-3 minutes cold on 2 idle cores; the limit below leaves room for a
-loaded machine.
+imported torch once). About 1 minute cold on 2 cores (~90 s of CPU; it was ~190 s of CPU and 4-10
+minutes before the fork server); the limit below leaves room for a heavily loaded machine.
 """
 
 from __future__ import annotations

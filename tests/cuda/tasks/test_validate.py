@@ -52,3 +52,23 @@ def test_cli_list_show_validate(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "broken" in res.output
     res = runner.invoke(app, ["validate", str(tmp_path / "nothing")])
     assert res.exit_code == 2
+
+
+def test_submit_validation_gives_one_future_per_task_in_order(tmp_path: Path) -> None:
+    from veriforge.cuda.evaluate.executor import ThreadExecutor
+    from veriforge.cuda.tasks.validate import submit_validation
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "task.toml").write_text('id = "broken"\n')
+    paths = [DATA / "torch2cuda" / "relu_rows", broken, DATA / "c2cuda" / "vec_scale_add"]
+    with ThreadExecutor(2) as pool:
+        futures = submit_validation(paths, pool)
+        reports = [f.result(timeout=240) for f in futures]
+    assert [r.path for r in reports] == paths
+    relu, bad, axpy = reports
+    assert relu.ok and relu.family == "torch2cuda", (relu.problems, relu.impls)
+    assert [i.name for i in relu.impls] == ["naive", "grid_stride", "row_block"]
+    assert all(sorted(i.configs) == ["small", "wide"] for i in relu.impls)
+    assert not bad.ok and bad.problems and not bad.impls
+    assert axpy.ok and len(axpy.impls) >= 3

@@ -23,7 +23,7 @@ import numpy as np
 
 from .build import SHIM_FILE, BuiltRuntime, build_executable, runtime
 from .errors import CompileError, KernelFault, KernelTimeoutError, LaunchError
-from .source import ScannedSource, check_supported, normalize_kernel_name, rewrite, scan
+from .source import ScannedSource, args_launch_shims, check_supported, normalize_kernel_name, rewrite, scan
 from .worker import KernelServer, ServerCrashed, ServerTimeout
 
 __all__ = ["CallResult", "FunctionInfo", "KernelInfo", "LaunchResult", "Module", "Param", "RaceDifference",
@@ -230,6 +230,7 @@ class Module:
             n += 1
         for i, f in enumerate(self._scanned.host_functions):
             parts.append(f'static ::vf::FunctionRegistrar vf_call_shim_{i}("{f.name}", &{f.expr});')
+        parts.extend(args_launch_shims(self._scanned))
         return "\n".join(parts) + "\n"
 
     def _build(self, instantiations: Mapping[str, str]) -> Path:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .build import build_executable, runtime
-from .source import check_supported, rewrite, scan
+from .build import SHIM_FILE, build_executable, runtime
+from .source import args_launch_shims, check_supported, rewrite, scan
 
 __all__ = ["ProgramResult", "build_program", "run_program"]
 
@@ -53,6 +53,10 @@ def _program_text(source: str, defines: Mapping[str, Any] | None, filename: str)
         parts.append(f"#define {name}{text}")
     parts.append(f'#line 1 "{filename}"')
     parts.append(rewrite(scanned))
+    shims = args_launch_shims(scanned)
+    if shims:
+        parts.append(f'#line 1 "{SHIM_FILE}"')
+        parts.extend(shims)
     return "\n".join(parts) + "\n"
 
 

@@ -19,6 +19,7 @@ from veriforge.errors import UnsupportedFeatureError
 
 __all__ = [
     "HostFunctionDecl",
+    "args_launch_shims",
     "KernelDecl",
     "ScannedSource",
     "check_supported",
@@ -407,13 +408,21 @@ def check_supported(scanned: ScannedSource, filename: str) -> None:
 
 # ---- rewriting --------------------------------------------------------------------------------
 
+def _balanced_parens(depth: int) -> str:
+    """A regex for a parenthesised group with up to ``depth`` levels of nesting:
+    ``__align__(sizeof(T))``, ``alignas(alignof(float4))``, ``__attribute__((aligned(16)))``."""
+    inner = r"[^()]*"
+    for _ in range(depth):
+        inner = r"(?:[^()]|\(" + inner + r"\))*"
+    return r"\(" + inner + r"\)"
+
+
+_PARENS = _balanced_parens(4)
+_QUALIFIER = rf"(?:[\w:<>,*\s]|(?:__align__|alignas|__attribute__|__declspec)\s*{_PARENS})"
 _EXTERN_SHARED = re.compile(
-    r"\bextern\s+((?:[\w:<>,*\s]|__align__\s*\(\s*[^)]*\)|alignas\s*\(\s*[^)]*\)|"
-    r"__attribute__\s*\(\([^)]*\)\))*?)\b__shared__\b"
-    r"((?:[\w:<>,*\s]|__align__\s*\(\s*[^)]*\)|alignas\s*\(\s*[^)]*\)|__attribute__\s*\(\([^)]*\)\))*?)"
-    r"\b(\w+)\s*\[\s*\]\s*;"
+    rf"\bextern\s+({_QUALIFIER}*?)\b__shared__\b({_QUALIFIER}*?)\b(\w+)\s*\[\s*\]\s*;"
 )
-_ALIGN = re.compile(r"__align__\s*\([^)]*\)|alignas\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\)")
+_ALIGN = re.compile(rf"(?:__align__|alignas|__attribute__|__declspec)\s*{_PARENS}")
 
 
 def _keep_newlines(original: str, replacement: str) -> str:
@@ -432,6 +441,98 @@ def _rewrite_extern_shared(text: str, masked: str, scopes: _Scopes, edits: list[
         else:
             new = f"static ::vf::DynamicShared<{type_text}> {name};"
         edits.append((m.start(), m.end(), _keep_newlines(text[m.start() : m.end()], new)))
+
+
+# ---- volatile pointers: lockstep warps (see runtime/vf_lockstep.h) ----------------------------
+
+_SCALAR = (r"(?:(?:unsigned|signed)\s+)?(?:long\s+long(?:\s+int)?|long(?:\s+int)?|short(?:\s+int)?|int|char|"
+           r"unsigned|signed|float|double|bool|__half|__nv_bfloat16|[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)")
+_NOT_A_TYPE = {"return", "struct", "class", "union", "typename", "void", "const", "volatile", "static", "extern",
+               "inline", "auto", "else", "case", "goto", "throw", "new", "delete", "sizeof", "operator"}
+# `volatile T* name`, `T volatile* name`, `volatile const T* const __restrict__ name` (T a plain type name)
+_VOLATILE_DECL = re.compile(
+    rf"(?<![\w:])(?:volatile\s+(?P<c1>const\s+)?(?P<t1>{_SCALAR})(?P<c2>\s+const)?"
+    rf"|(?P<c3>const\s+)?(?P<t2>{_SCALAR})\s+volatile(?P<c4>\s+const)?)"
+    r"\s*\*\s*(?P<quals>(?:(?:const|__restrict__|__restrict)\b\s*)*)(?P<name>[A-Za-z_]\w*)\s*(?P<next>[=;,)])"
+)
+_VOLATILE_CAST = re.compile(rf"\(\s*volatile\s+(?P<c1>const\s+)?(?P<t>{_SCALAR})\s*\*\s*\)")
+
+
+def _volatile_type(m: re.Match[str]) -> str | None:
+    t = " ".join((m.group("t1") or m.group("t2")).split())
+    if t.split()[0] in _NOT_A_TYPE or t.split()[-1] in _NOT_A_TYPE:
+        return None
+    const = any(m.group(g) for g in ("c1", "c2", "c3", "c4") if g in m.re.groupindex)
+    return ("const " if const else "") + t
+
+
+def _function_body_after(masked: str, close: int) -> int:
+    """Index of the ``{`` of a function body right after the parameter list closing at ``close``, or -1."""
+    tail = re.compile(r"(?:\s|\bconst\b|\bnoexcept\b|\boverride\b|\bfinal\b|"
+                      r"__attribute__\s*\(\([^)]*\)\))*").match(masked, close + 1)
+    pos = tail.end() if tail else close + 1
+    return pos if masked.startswith("{", pos) else -1
+
+
+def _rewrite_volatile(text: str, masked: str, scopes: _Scopes, edits: list[tuple[int, int, str]]) -> None:
+    """``volatile T* p`` (variables, parameters of function definitions) and ``(volatile T*)`` casts
+    become ``::vf::LockstepPtr<T>``, whose accesses keep the lanes of a warp in lockstep."""
+    for m in _VOLATILE_DECL.finditer(masked):
+        t = _volatile_type(m)
+        if t is None:
+            continue
+        name, nxt = m.group("name"), m.group("next")
+        start, name_end = m.start(), m.end("name")
+        if nxt in ",)":
+            # a parameter: only of a function *definition*; the body gets a LockstepPtr of that name
+            depth, k = 0, start - 1
+            while k >= 0:
+                ch = masked[k]
+                if ch == ")":
+                    depth += 1
+                elif ch == "(":
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif ch in ";{}" and depth == 0:
+                    k = -1
+                    break
+                k -= 1
+            if k < 0:
+                continue
+            close = _match_paren(masked, k)
+            body = _function_body_after(masked, close) if close > 0 else -1
+            if body < 0:
+                continue
+            raw = f"vf_volatile_{name}"
+            edits.append((m.start("name"), name_end, raw))
+            edits.append((body + 1, body + 1, f" ::vf::LockstepPtr<{t}> {name}({raw});"))
+            continue
+        if not scopes.in_function(start):
+            continue  # a namespace-scope pointer: left alone
+        if nxt == "=":
+            # `volatile int *a = x, *b = y;` declares b differently: only single declarations
+            semi = masked.find(";", name_end)
+            if semi < 0:
+                continue
+            depth = 0
+            single = True
+            for ch in masked[name_end:semi]:
+                if ch in "([{<":
+                    depth += 1
+                elif ch in ")]}>":
+                    depth -= 1
+                elif ch == "," and depth <= 0:
+                    single = False
+                    break
+            if not single:
+                continue
+        edits.append((start, name_end, f"::vf::LockstepPtr<{t}> {name}"))
+    for m in _VOLATILE_CAST.finditer(masked):
+        t = " ".join(m.group("t").split())
+        if t.split()[0] in _NOT_A_TYPE or not scopes.in_function(m.start()):
+            continue
+        edits.append((m.start(), m.end(), f"(::vf::LockstepPtr<{'const ' if m.group('c1') else ''}{t}>)"))
 
 
 def _match_back(masked: str, close_pos: int, open_ch: str, close_ch: str) -> int:
@@ -531,6 +632,8 @@ def rewrite(scanned: ScannedSource) -> str:
     edits: list[tuple[int, int, str]] = []
     _rewrite_extern_shared(text, masked, scopes, edits)
     _rewrite_launches(text, masked, edits)
+    if "volatile" in masked:
+        _rewrite_volatile(text, masked, scopes, edits)
     edits.sort()
     out: list[str] = []
     last = 0
@@ -542,6 +645,17 @@ def rewrite(scanned: ScannedSource) -> str:
         last = b
     out.append(text[last:])
     return "".join(out)
+
+
+def args_launch_shims(scanned: ScannedSource) -> list[str]:
+    """Registrations (C++ lines, to append after the user's code) that let
+    ``cudaLaunchKernel((const void*)kernel, grid, block, args, ...)`` find each plain kernel's
+    parameter types by address. Only for files that call cudaLaunchKernel, so taking a kernel's
+    address can never break a file that does not need it."""
+    if not re.search(r"\bcudaLaunchKernel\b", scanned.masked):
+        return []
+    return [f'static ::vf::ArgsLaunchRegistrar vf_args_shim_{i}("{k.name}", &{k.name});'
+            for i, k in enumerate(scanned.plain_kernels)]
 
 
 def normalize_kernel_name(name: str) -> str:

@@ -79,14 +79,17 @@ def evaluation_key(spec: TaskSpec, candidate: Candidate, backend: str, options: 
 def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Path, backend: str = "cpu", *,
              store: Any = None, trials: int = DEFAULT_TRIALS, timeout: float | None = None, profile: bool = False,
              seed: int | None = None, configs: list[str] | None = None, memcheck: bool = False,
-             estimate: bool = True, timing: TimingOptions | None = None) -> EvalResult:
+             estimate: bool = True, timing: TimingOptions | None = None,
+             baseline: str | Path | None = None) -> EvalResult:
     """Evaluate ``candidate`` on ``task`` with the ``backend`` (``"cpu"`` or ``"gpu"``).
 
     ``trials`` ≥ 2 runs per configuration with fresh inputs (trial ``t`` of config ``c`` is drawn
     from ``(c.seed, t)``; ``seed`` shifts every trial to other data); ``configs`` restricts the
     configurations; ``memcheck`` adds an AddressSanitizer check (CPU) of every access;
-    ``estimate`` adds the cost model's time on the CPU back-end. With a ``store`` (RunStore)
-    the result is cached and concurrent evaluations of the same key run once.
+    ``estimate`` adds the cost model's time on the CPU back-end; ``baseline`` (C→CUDA: a source
+    or path with the same entry) is timed next to the candidate by measuring back-ends (GPU) for a
+    speed-up. With a ``store`` (RunStore) the result is cached and concurrent evaluations of the
+    same key run once.
     """
     started = time.perf_counter()
     spec = resolve_task(task)
@@ -100,11 +103,15 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
     timing = timing or TimingOptions(profile=profile)
     options = {"trials": trials, "seed": seed, "configs": chosen, "memcheck": memcheck, "estimate": estimate,
                "profile": profile, "timing": timing}
+    baseline_source = None
+    if baseline is not None:
+        baseline_source = resolve_candidate(baseline, spec.family).source
+        options["baseline"] = content_hash(baseline_source)
     key = evaluation_key(spec, cand, backend_name, options)
 
     def run() -> dict[str, Any]:
         res = _evaluate_uncached(spec, cand, backend, trials=trials, timeout=timeout, seed=seed, configs=chosen,
-                                 memcheck=memcheck, estimate=estimate, timing=timing)
+                                 memcheck=memcheck, estimate=estimate, timing=timing, baseline=baseline_source)
         res.key = key
         res.seconds = time.perf_counter() - started
         return res.to_dict()
@@ -135,7 +142,7 @@ def _trial_numbers(trials: int, seed: int | None) -> list[int]:
 
 def _evaluate_uncached(spec: TaskSpec, cand: Candidate, backend: Any, *, trials: int, timeout: float | None,
                        seed: int | None, configs: list[str], memcheck: bool, estimate: bool,
-                       timing: TimingOptions) -> EvalResult:
+                       timing: TimingOptions, baseline: str | None = None) -> EvalResult:
     be = get_backend(backend)
     base = EvalResult(verdict=Verdict.failed(reason="not evaluated"), task_id=spec.id, backend=be.name,
                       candidate_hash=cand.hash)
@@ -146,7 +153,7 @@ def _evaluate_uncached(spec: TaskSpec, cand: Candidate, backend: Any, *, trials:
         raise BackendUnavailableError(f"the {be.name} back-end cannot run here: {why}")
     if spec.family == "c2cuda":
         return _evaluate_c(spec, cand, be, base, trials=trials, timeout=timeout, seed=seed, configs=configs,
-                           memcheck=memcheck, estimate=estimate, timing=timing)
+                           memcheck=memcheck, estimate=estimate, timing=timing, baseline=baseline)
     return _evaluate_torch(spec, cand, be, base, trials=trials, timeout=timeout, seed=seed, configs=configs,
                            timing=timing)
 
@@ -176,7 +183,7 @@ def _backend_failure(base: EvalResult, run: BackendRun, results: list[InputResul
 
 def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, trials: int, timeout: float | None,
                 seed: int | None, configs: list[str], memcheck: bool, estimate: bool,
-                timing: TimingOptions) -> EvalResult:
+                timing: TimingOptions, baseline: str | None = None) -> EvalResult:
     from veriforge.cuda.tasks.generate import make_case
     from veriforge.cuda.tasks.reference import reference_outputs
 
@@ -194,7 +201,7 @@ def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, t
             refs.append(reference_outputs(spec, case, version=HARNESS_VERSION))
     limit = timeout if timeout is not None else 60.0 + 10.0 * len(cases)
     request = CRequest(task_id=spec.id, source=cand.source, entry=spec.entry, params=params, cases=cases,
-                       timeout_s=limit, timing=timing, memcheck=memcheck)
+                       timeout_s=limit, timing=timing, memcheck=memcheck, baseline_source=baseline)
     if be.isolates("c2cuda"):
         run = be.run_c(request)
     else:

@@ -94,9 +94,9 @@ class _Pending:
 class _Server:
     """One running server process and the thread that reads its answers."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], command: list[str]) -> None:
         self._err = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([sys.executable, "-m", "veriforge.cuda.evaluate.zygote"],
+        self.proc = subprocess.Popen(command,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
                                      env=env, start_new_session=True, close_fds=True)
         self.pending: dict[int, _Pending] = {}
@@ -197,13 +197,16 @@ class _Server:
 class Zygote:
     """Client of one fork server (started lazily, restarted after it died). Thread-safe."""
 
-    def __init__(self, start_timeout: float = _START_TIMEOUT_S) -> None:
+    def __init__(self, start_timeout: float = _START_TIMEOUT_S, command: list[str] | None = None) -> None:
         self.start_timeout = start_timeout
+        self.command = command or [sys.executable, "-m", "veriforge.cuda.evaluate.zygote"]
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._ids = 0
         self.starts = 0
         """How many servers this client has started (1 unless one died or was closed)."""
+        self.broken = ""
+        """Why a server failed to start (then every request raises ZygoteError; callers fall back)."""
 
     @property
     def server_pid(self) -> int | None:
@@ -216,7 +219,7 @@ class Zygote:
             env = dict(os.environ)
             for name in _THREAD_ENV:
                 env.setdefault(name, "1")
-            server = _Server(env)
+            server = _Server(env, self.command)
             self._server = server
             self.starts += 1
         return server
@@ -228,8 +231,14 @@ class Zygote:
 
     def _live_server(self) -> _Server:
         with self._lock:
+            if self.broken:
+                raise ZygoteError(self.broken)
             server = self._server_locked()
-            server.wait_ready(self.start_timeout)
+            try:
+                server.wait_ready(self.start_timeout)
+            except ZygoteError as exc:
+                self.broken = str(exc)  # do not pay for a failing start on every request
+                raise
             return server
 
     def run(self, *, req: str, res: str, cwd: str, out: str, err: str, env: dict[str, str],
@@ -249,7 +258,13 @@ class Zygote:
                     raise ZygoteError("the evaluation fork server died twice in a row: "
                                       f"{server.stderr_tail() or 'no output'}") from None
         deadline = time.monotonic() + timeout_s
-        if pending.done.wait(timeout_s):
+        try:
+            finished = pending.done.wait(timeout_s)
+        except BaseException:  # e.g. KeyboardInterrupt or a test timeout: the child must not outlive us
+            if pending.pid is not None:
+                _killpg(pending.pid)
+            raise
+        if finished:
             if pending.pid is not None:
                 _killpg(pending.pid)  # processes the candidate left behind die with its session
             return ChildOutcome(code=pending.code, lost=pending.lost, pid=pending.pid)

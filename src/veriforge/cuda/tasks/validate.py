@@ -231,9 +231,10 @@ def warm_up(paths: list[str | Path]) -> None:
 
 def submit_validation(paths: list[str | Path], pool: Any, *, run_impls: bool = True,
                       warm: bool = True) -> list[cf.Future]:
-    """Start validating ``paths`` on ``pool`` (an :class:`~veriforge.cuda.evaluate.executor.Executor`
-    or ``concurrent.futures`` executor); one future per path, in order, each resolving to that task's
-    :class:`ValidationReport` as soon as its own implementations are judged.
+    """Start validating ``paths`` on ``pool`` (a thread pool: :class:`~veriforge.cuda.evaluate.executor.
+    ThreadExecutor` or :class:`concurrent.futures.ThreadPoolExecutor`; jobs submit further jobs to it);
+    one future per path, in order, each resolving to that task's :class:`ValidationReport` as soon as
+    its own implementations are judged.
 
     Every implementation of every task is its own job, so ``pool``'s workers stay busy until the
     last evaluation, whatever the mix of task sizes.

@@ -7,6 +7,10 @@
 // inside a kernel is sticky like a real device fault (every later call returns it).
 // The declarations come from CUDA's own cuda_runtime_api.h when it was found, so signatures,
 // default arguments and the C++ template overloads of cuda_runtime.h match what nvcc users see.
+#include <assert.h>
+#include <errno.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,7 +26,7 @@
 
 namespace vf {
 struct LaunchConfig;
-void host_launch(const GridSpec& spec, cudaStream_t stream);
+int host_launch(const GridSpec& spec, cudaStream_t stream);
 // Module.call support (worker_main.cpp): see the definitions below.
 void call_begin();
 int call_end(std::string& message);
@@ -105,13 +109,10 @@ const Allocation* find_allocation(const void* p) {
 
 }  // namespace
 
-void vf::host_launch(const GridSpec& spec, cudaStream_t) {
-    if (g_sticky_error != cudaSuccess) {
-        set_error(g_sticky_error);
-        return;
-    }
+int vf::host_launch(const GridSpec& spec, cudaStream_t) {
+    if (g_sticky_error != cudaSuccess) return set_error(g_sticky_error);
     int err = vf::run_grid(spec);
-    if (err == 0) return;
+    if (err == 0) return 0;
     {
         std::lock_guard<std::mutex> lock(g_mutex);
         if (g_in_call) {
@@ -120,12 +121,40 @@ void vf::host_launch(const GridSpec& spec, cudaStream_t) {
                 g_call_message = vf::last_fault_message();
             }
         } else {
-            fprintf(stderr, "veriforge: %s\n", vf::last_fault_message());
+            // A failed assert already printed CUDA's own message; name the kernel and stop there.
+            std::string msg = vf::last_fault_message();
+            size_t cut = err == cudaErrorAssert ? msg.find("device-side assert triggered") : std::string::npos;
+            if (cut != std::string::npos) msg.resize(cut + strlen("device-side assert triggered"));
+            fprintf(stderr, "veriforge: %s\n", msg.c_str());
             fflush(stderr);
         }
-        if (err == cudaErrorLaunchFailure) g_sticky_error = cudaErrorLaunchFailure;
+        // Faults inside a kernel (and failed device asserts) are sticky, as on a GPU.
+        if (err == cudaErrorLaunchFailure || err == cudaErrorAssert) g_sticky_error = (cudaError_t)err;
     }
-    set_error((cudaError_t)err);
+    return set_error((cudaError_t)err);
+}
+
+namespace {
+struct Launchable {
+    const char* name;
+    vf::ArgsLauncher launch;
+};
+std::map<const void*, Launchable>& launchables() {
+    static auto* m = new std::map<const void*, Launchable>();
+    return *m;
+}
+}  // namespace
+
+void vf::register_launchable(const void* fn, const char* name, ArgsLauncher launch) {
+    launchables()[fn] = Launchable{name, launch};
+}
+
+bool vf::find_launchable(const void* fn, const char** name, ArgsLauncher* launch) {
+    auto it = launchables().find(fn);
+    if (it == launchables().end()) return false;
+    *name = it->second.name;
+    *launch = it->second.launch;
+    return true;
 }
 
 // Module.call brackets every host function with these. A failed launch inside it is recorded
@@ -161,6 +190,46 @@ void vf::unregister_device_buffers() {
     std::lock_guard<std::mutex> lock(g_mutex);
     std::erase_if(g_allocations, [](const auto& kv) { return kv.second.kind == AllocKind::kExternal; });
 }
+
+// glibc's assert() calls __assert_fail; a definition in the executable wins over libc's, so this
+// catches every assert whichever header defined the macro (<cassert> may be re-included by the
+// user after our prelude). In device code a failed assert aborts the kernel like on a GPU -
+// cudaErrorAssert, "device-side assert triggered", the host program continues - instead of
+// killing the whole process; in host code it behaves as glibc's (message, then abort()).
+extern "C" void __assert_fail(const char* expr, const char* file, unsigned int line, const char* function) noexcept {
+    if (vf::in_kernel()) vf::device_assert_failed(expr, file, line, function);
+    fflush(stdout);
+    fprintf(stderr, "%s: %s:%u: %s: Assertion `%s' failed.\n", program_invocation_short_name, file, line,
+            function ? function : "?", expr);
+    fflush(stderr);
+    abort();
+}
+
+namespace {
+// A program killed by a signal (abort(), a segfault) would lose the stdout still in stdio's
+// buffer - and with it the program's own diagnostics. Flush it (best effort: only when no other
+// thread holds the stream) and re-raise with the default action so the exit status is unchanged.
+// Not under ASan, whose own SEGV handler must stay in charge.
+void flush_on_fatal_signal(int sig) {
+    if (ftrylockfile(stdout) == 0) {
+        fflush_unlocked(stdout);
+        funlockfile(stdout);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+#if !defined(__SANITIZE_ADDRESS__)
+[[maybe_unused]] const bool g_flush_handlers = [] {
+    for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) {
+        struct sigaction sa {};
+        sa.sa_handler = flush_on_fatal_signal;
+        sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
+        sigaction(sig, &sa, nullptr);
+    }
+    return true;
+}();
+#endif
+}  // namespace
 
 extern "C" {
 
@@ -259,9 +328,15 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
 // The reported device: a small Hopper-class GPU (compute capability 9.0, 16 SMs) - real limits
 // for blocks, shared memory and registers, but an SM count that keeps grids sized from it
 // CPU-friendly.
-cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* p, int device) {
+// (User code always passes our cudaDeviceProp, which extends CUDA 13's struct: see vf_types.h.)
+cudaError_t cudaGetDeviceProperties(struct VF_DEVICE_PROP_PARAM* base, int device) {
     if (device != 0) return set_error(cudaErrorInvalidDevice);
+    cudaDeviceProp* p = static_cast<cudaDeviceProp*>(base);
     memset(p, 0, sizeof *p);
+    p->clockRate = 1755000;        // kHz, an H100's boost clock
+    p->memoryClockRate = 2619000;  // kHz
+    p->deviceOverlap = 1;
+    p->computeMode = 0;            // cudaComputeModeDefault
     snprintf(p->name, sizeof p->name, "veriforge CPU runtime (emulated sm_90)");
     p->totalGlobalMem = kDeviceMemory;
     p->sharedMemPerBlock = 48 * 1024;
@@ -304,6 +379,12 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* p, int device) {
     return cudaSuccess;
 }
 
+cudaError_t cudaChooseDevice(int* device, const struct VF_DEVICE_PROP_PARAM*) {
+    if (!device) return set_error(cudaErrorInvalidValue);
+    *device = 0;
+    return cudaSuccess;
+}
+
 cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int device) {
     if (device != 0) return set_error(cudaErrorInvalidDevice);
     switch (attr) {
@@ -325,6 +406,15 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int dev
         case cudaDevAttrMaxBlocksPerMultiprocessor: *value = 32; break;
         case cudaDevAttrL2CacheSize: *value = 50 * 1024 * 1024; break;
         case cudaDevAttrGlobalMemoryBusWidth: *value = 5120; break;
+        case cudaDevAttrClockRate: *value = 1755000; break;
+#if defined(VF_HAVE_CUDA_HEADERS)
+        case cudaDevAttrMemoryClockRate: *value = 2619000; break;
+        case cudaDevAttrMaxPitch: *value = 2147483647; break;
+        case cudaDevAttrAsyncEngineCount: *value = 2; break;
+        case cudaDevAttrConcurrentManagedAccess: case cudaDevAttrPageableMemoryAccess:
+        case cudaDevAttrGlobalL1CacheSupported: case cudaDevAttrLocalL1CacheSupported:
+        case cudaDevAttrStreamPrioritiesSupported: *value = 1; break;
+#endif
         case cudaDevAttrUnifiedAddressing: case cudaDevAttrManagedMemory: case cudaDevAttrConcurrentKernels:
         case cudaDevAttrCanMapHostMemory: *value = 1; break;
         default: *value = 0; break;
@@ -499,6 +589,24 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
     if (!a->recorded || !b->recorded) return set_error(cudaErrorInvalidResourceHandle);
     *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
     return cudaSuccess;
+}
+
+// ---- launching by address ----------------------------------------------------------------------
+// `cudaLaunchKernel((const void*)k, ...)`: the kernel's parameter types come from the registry the
+// front end fills for every plain kernel of a file that calls cudaLaunchKernel. (Called with the
+// kernel itself, the typed template in vf_launch.h launches it directly.)
+cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shared,
+                             cudaStream_t stream) {
+    if (cudaError_t e = sticky()) return set_error(e);
+    const char* name = nullptr;
+    vf::ArgsLauncher launch = nullptr;
+    if (!func || !vf::find_launchable(func, &name, &launch)) {
+        fprintf(stderr, "veriforge: cudaLaunchKernel: %p is not a kernel of this program (the CPU runtime "
+                        "launches non-template __global__ functions by address; pass a template instance "
+                        "without the cast to void*)\n", func);
+        return set_error(cudaErrorInvalidDeviceFunction);
+    }
+    return (cudaError_t)launch(func, name, grid, block, args, shared, stream);
 }
 
 // ---- functions and occupancy -----------------------------------------------------------------

@@ -9,8 +9,9 @@
 // per thread - the cheapest strategy is chosen dynamically, per launch, without static analysis.
 //
 // Barrier misuse never hangs: when no thread can make progress the scheduler explains why
-// (divergent barriers, barrier after some threads exited, warp collectives that can never
-// complete) and fails the launch with the kernel name and source line.
+// (divergent barriers, warp collectives that can never complete) and fails the launch with the
+// kernel name and source line. Threads that exited no longer take part in __syncthreads(), as on
+// Volta and later GPUs.
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -157,6 +158,7 @@ struct Worker {
     Thread* cur = nullptr;
     bool faulted = false;
     std::string fault;
+    int fault_code = 719;  // cudaErrorLaunchFailure; cudaErrorAssert (710) for a failed assert()
     char* dyn_smem = nullptr;
     size_t dyn_smem_size = 0;
 
@@ -259,10 +261,11 @@ void leave_fiber(Worker* w, Fiber* f) {
 #endif
 }
 
-[[noreturn]] void raise_fault(Worker* w, std::string msg) {
+[[noreturn]] void raise_fault(Worker* w, std::string msg, int code = 719) {
     if (!w->faulted) {
         w->faulted = true;
         w->fault = std::move(msg);
+        w->fault_code = code;
     }
     Thread* t = w->cur;
     Fiber* f = t ? t->fiber : nullptr;
@@ -414,17 +417,43 @@ std::string thread_str(const Thread* t) {
     return fmt("(%u,%u,%u)", t->idx.x, t->idx.y, t->idx.z);
 }
 
+// Every live (not exited) thread of the block waits at the barrier: check that they all wait at
+// the same __syncthreads() and let them go. `last` is the arriving thread that completed the
+// barrier (it keeps running without a switch), or nullptr when an exiting thread completed it.
+void release_barrier(Worker* w, Thread* last) {
+    const Thread* ref = last ? last : w->bar_waiters.front();
+    for (Thread* o : w->bar_waiters)
+        if (o->line != ref->line)
+            raise_fault(w, fmt("divergent __syncthreads(): thread %s waits at line %d while thread %s "
+                               "waits at line %d",
+                               thread_str(o).c_str(), o->line, thread_str(ref).c_str(), ref->line));
+    int count = 0, all = 1, any = 0;
+    auto tally = [&](const Thread* o) {
+        count += o->bar_pred != 0;
+        all = all && o->bar_pred;
+        any = any || o->bar_pred;
+    };
+    for (Thread* o : w->bar_waiters) tally(o);
+    if (last) tally(last);
+    int results[3] = {count, all, any};
+    for (Thread* o : w->bar_waiters) {
+        if (o->bar_op >= 0) o->out = (uint64_t)results[o->bar_op];
+        push_runnable(w, o);
+    }
+    if (last && last->bar_op >= 0) last->out = (uint64_t)results[last->bar_op];
+    w->bar_waiters.clear();
+    w->bar_arrived = 0;
+}
+
 void thread_exit(Worker* w, Thread* t) {
     t->state = kExited;
     w->exited++;
     unsigned warp = t->linear >> 5;
     w->warp_exited[warp] |= 1u << (t->linear & 31);
-    if (w->bar_arrived > 0) {
-        Thread* waiter = w->bar_waiters.front();
-        raise_fault(w, fmt("thread %s exited while %u thread(s) of its block wait at __syncthreads() "
-                           "(line %d): a barrier must be reached by every thread of the block",
-                           thread_str(t).c_str(), w->bar_arrived, waiter->line));
-    }
+    // Exited threads no longer take part in __syncthreads() (as on Volta and later GPUs, where
+    // `if (i >= n) return; ... __syncthreads();` is everyday code): if every other live thread
+    // already waits, this exit completes the barrier.
+    if (w->bar_arrived > 0 && w->bar_arrived + w->exited == w->n && w->next == w->n) release_barrier(w, nullptr);
     if (w->warp_groups[warp] == 0) return;
     for (WarpGroup& g : w->groups[warp])
         if (g.active && group_complete(w, warp, g)) complete_group(w, warp, g, nullptr);
@@ -553,6 +582,7 @@ bool run_block(Worker* w, uint3 bidx) {
     w->bar_arrived = 0;
     w->bar_waiters.clear();
     w->faulted = false;
+    w->fault_code = 719;
     w->cur = nullptr;
     for (unsigned i = 0; i < w->nwarps; ++i) {
         w->warp_exited[i] = 0;
@@ -598,6 +628,7 @@ struct Pool {
     std::atomic<bool> faulted{false};
     std::mutex fault_m;
     std::string fault;
+    int fault_code = 719;
 };
 
 Pool& pool() {
@@ -638,6 +669,7 @@ void run_blocks(Pool& p) {
             std::lock_guard<std::mutex> lock(p.fault_m);
             if (!p.faulted.load()) {
                 p.fault = fmt("kernel '%s', block (%u,%u,%u): ", s.kernel_name, bidx.x, bidx.y, bidx.z) + w->fault;
+                p.fault_code = w->fault_code;
                 p.faulted.store(true);
             }
             break;
@@ -747,7 +779,7 @@ int run_grid(const GridSpec& spec) {
     }
     if (p.faulted.load()) {
         tl_fault_message = p.fault;
-        return 719;  // cudaErrorLaunchFailure
+        return p.fault_code;  // cudaErrorLaunchFailure, or cudaErrorAssert
     }
     tl_fault_message.clear();
     return 0;
@@ -763,36 +795,11 @@ void syncthreads(int line) {
     Worker* w = tl_worker;
     Thread* t = w ? w->cur : nullptr;
     if (!t) return;  // called from host code: nothing to wait for
-    if (w->exited > 0) {
-        Thread* gone = nullptr;
-        for (unsigned i = 0; i < w->n && !gone; ++i)
-            if (w->threads[i].state == kExited) gone = &w->threads[i];
-        raise_fault(w, fmt("__syncthreads() at line %d reached after %u thread(s) of the block exited "
-                           "(e.g. thread %s returned early): a barrier must be reached by every thread",
-                           line, w->exited, gone ? thread_str(gone).c_str() : "?"));
-    }
     t->line = line;
     w->bar_arrived++;
-    if (w->bar_arrived == w->n && w->next == w->n) {
-        for (Thread* o : w->bar_waiters)
-            if (o->line != line)
-                raise_fault(w, fmt("divergent __syncthreads(): thread %s waits at line %d while thread %s "
-                                   "waits at line %d",
-                                   thread_str(o).c_str(), o->line, thread_str(t).c_str(), line));
-        int count = t->bar_pred != 0, all = t->bar_pred != 0, any = t->bar_pred != 0;
-        for (Thread* o : w->bar_waiters) {
-            count += o->bar_pred != 0;
-            all = all && o->bar_pred;
-            any = any || o->bar_pred;
-        }
-        int results[3] = {count, all, any};
-        for (Thread* o : w->bar_waiters) {
-            if (o->bar_op >= 0) o->out = (uint64_t)results[o->bar_op];
-            push_runnable(w, o);
-        }
-        if (t->bar_op >= 0) t->out = (uint64_t)results[t->bar_op];
-        w->bar_waiters.clear();
-        w->bar_arrived = 0;
+    // Threads that already exited count as arrived (hardware behaviour since Volta).
+    if (w->bar_arrived + w->exited == w->n && w->next == w->n) {
+        release_barrier(w, t);
         return;
     }
     t->state = kAtBarrier;
@@ -889,6 +896,18 @@ void yield_thread() {
     Fiber* next = pick_next(w);  // before queueing ourselves, so someone else runs first
     push_runnable(w, t);
     switch_to(w, t->fiber, next);
+}
+
+void device_assert_failed(const char* expr, const char* file, unsigned line, const char* function) {
+    Worker* w = tl_worker;
+    Thread* t = w ? w->cur : nullptr;
+    // The message a GPU prints for a failed device assert (then the kernel is aborted and the
+    // host sees cudaErrorAssert, sticky). Written in one call so concurrent blocks do not interleave.
+    std::string text = fmt("%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.", file, line,
+                           function, blockIdx.x, blockIdx.y, blockIdx.z, t->idx.x, t->idx.y, t->idx.z, expr);
+    fprintf(stderr, "%s\n", text.c_str());
+    fflush(stderr);
+    raise_fault(w, "device-side assert triggered: " + text, 710);
 }
 
 void trap(const char* what, int line) {

@@ -60,6 +60,9 @@ uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int wid
 unsigned active_mask();
 void yield_thread();                     // __nanosleep: let other threads of the block run
 [[noreturn]] void trap(const char* what, int line);
+// A failed assert() in device code: prints CUDA's message and aborts the launch with
+// cudaErrorAssert (the host goes on, as on a GPU). Called by our __assert_fail (host_api.cpp).
+[[noreturn]] void device_assert_failed(const char* expr, const char* file, unsigned line, const char* function);
 void* dynamic_shared();                  // base of `extern __shared__` memory for this block
 bool in_kernel();
 
@@ -82,6 +85,16 @@ struct KernelEntry {
     void* fn = nullptr;
 };
 void register_kernel(KernelEntry* entry);
+
+// Kernels launchable by address with an argument array (`cudaLaunchKernel((const void*)k, grid,
+// block, args, shared, stream)`): the front end registers every plain kernel of a file that
+// calls cudaLaunchKernel. The launcher copies each parameter from args[i] as the kernel's real
+// type and launches like `<<<>>>`; it returns the launch's cudaError_t.
+using ArgsLauncher = int (*)(const void* fn, const char* name, dim3 grid, dim3 block, void** args, size_t shared,
+                             cudaStream_t stream);
+void register_launchable(const void* fn, const char* name, ArgsLauncher launch);
+// The registered kernel at `fn` (name and launcher), or false.
+bool find_launchable(const void* fn, const char** name, ArgsLauncher* launch);
 const std::vector<KernelEntry*>& registered_kernels();
 
 // `extern "C"` host functions callable by name from Python (Module.call): registered by the call

@@ -83,6 +83,7 @@ static constexpr int warpSize = 32;
 #include "vf_atomics.h"
 #include "vf_warp.h"
 #include "vf_launch.h"
+#include "vf_lockstep.h"
 
 // Pre-included (and so precompiled with this header) because kernels use them often; the user's
 // own #include of them is then free. Skipped under ASan, where no precompiled header is used.

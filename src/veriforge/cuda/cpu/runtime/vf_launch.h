@@ -18,19 +18,22 @@ struct LaunchConfig {
 
 // Host side of a `<<<...>>>` launch (host_api.cpp): checks the sticky error and the
 // configuration, runs the grid, records the launch's error for cudaGetLastError.
-void host_launch(const GridSpec& spec, cudaStream_t stream);
+int host_launch(const GridSpec& spec, cudaStream_t stream);
 
 template <class F> struct Launcher {
     LaunchConfig cfg;
     const char* name;
     F f;
-    template <class... A> void operator()(A&&... a) {
-        using Args = std::tuple<std::decay_t<A>...>;
+    // Arguments by value, as a kernel takes them: binding a reference would odr-use a constant
+    // local (`const int n = 1000;`) that a user's lambda around the launch did not capture, which
+    // nvcc accepts and g++ would reject.
+    template <class... A> int operator()(A... a) {
+        using Args = std::tuple<A...>;
         struct Ctx {
             F* f;
             Args* args;
         };
-        Args args(std::forward<A>(a)...);
+        Args args(std::move(a)...);
         Ctx ctx{&f, &args};
         GridSpec spec{name, cfg.grid, cfg.block, cfg.shared,
                       [](void* c) {
@@ -38,7 +41,7 @@ template <class F> struct Launcher {
                           std::apply(*x->f, *x->args);
                       },
                       &ctx, false};
-        host_launch(spec, cfg.stream);
+        return host_launch(spec, cfg.stream);
     }
 };
 template <class F> inline Launcher<F> make_launch(LaunchConfig cfg, const char* name, F f) {
@@ -187,6 +190,46 @@ template <class... P> inline KernelRegistrar<P...> make_registrar(const char* na
 }
 
 }  // namespace vf
+
+namespace vf {
+// ---- cudaLaunchKernel: a kernel and an array of pointers to its arguments ------------------------
+// Each parameter is copied from *args[i] as the kernel's own parameter type - what the CUDA
+// runtime does with the kernel's parameter layout.
+template <class... P, size_t... I>
+inline int launch_from_args(void (*fn)(P...), const char* name, dim3 grid, dim3 block, void** args, size_t shared,
+                            cudaStream_t stream, std::index_sequence<I...>) {
+    if (sizeof...(P) > 0 && !args) return 1;  // cudaErrorInvalidValue
+    return make_launch(LaunchConfig(grid, block, shared, stream), name, fn)(
+        *static_cast<std::remove_cv_t<P>*>(args[I])...);
+}
+template <class... P> struct ArgsLaunchRegistrar {
+    ArgsLaunchRegistrar(const char* name, void (*fn)(P...)) {
+        register_launchable(reinterpret_cast<const void*>(fn), name, &launch);
+    }
+    static int launch(const void* fn, const char* name, dim3 grid, dim3 block, void** args, size_t shared,
+                      cudaStream_t stream) {
+        return launch_from_args(reinterpret_cast<void (*)(P...)>(fn), name, grid, block, args, shared, stream,
+                                std::index_sequence_for<P...>{});
+    }
+};
+}  // namespace vf
+
+#if !defined(VF_HAVE_CUDA_HEADERS)
+extern "C" cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shared,
+                                        cudaStream_t stream);
+#endif
+// The kernel itself (not cast to void*): its type is known here, so any kernel - a template
+// instantiation too - launches without a registry. More specialised than cuda_runtime.h's
+// `template <class T> cudaLaunchKernel(T*, ...)`, so overload resolution picks it.
+template <class... P>
+inline cudaError_t cudaLaunchKernel(void (*func)(P...), dim3 grid, dim3 block, void** args, size_t shared = 0,
+                                    cudaStream_t stream = 0) {
+    const char* name = "(kernel launched with cudaLaunchKernel)";
+    ::vf::ArgsLauncher ignored;
+    ::vf::find_launchable(reinterpret_cast<const void*>(func), &name, &ignored);
+    return (cudaError_t)::vf::launch_from_args(func, name, grid, block, args, shared, stream,
+                                               std::index_sequence_for<P...>{});
+}
 
 namespace vf {
 // `extern __shared__ T name[];` at namespace scope becomes one of these: it behaves like the

@@ -26,10 +26,31 @@
 #endif
 // The C API first, then the C++ overloads nvcc would declare (they must precede cuda_runtime.h,
 // whose occupancy templates call them), then the rest of cuda_runtime.h.
+//
+// CUDA 13 removed cudaDeviceProp fields that a generation of samples and deviceQuery-style code
+// reads (clockRate, memoryClockRate, deviceOverlap, ...). So CUDA's struct is renamed while its
+// headers are read, and `cudaDeviceProp` is a struct derived from it that adds them back (zero
+// cost for code that does not use them; the API takes it through the base pointer).
+#define cudaDeviceProp vf_cuda_device_prop_base
 #include <cuda_runtime_api.h>
 #include "vf_api_templates.h"
 #include <cuda_runtime.h>
+#undef cudaDeviceProp
+struct cudaDeviceProp : vf_cuda_device_prop_base {
+#if CUDART_VERSION >= 13000
+    int clockRate;                 // kHz
+    int memoryClockRate;           // kHz
+    int deviceOverlap;
+    int kernelExecTimeoutEnabled;
+    int computeMode;
+    int maxTexture1DLinear;
+    int singleToDoublePrecisionPerfRatio;
+    int cooperativeMultiDeviceLaunch;
+#endif
+};
+#define VF_DEVICE_PROP_PARAM vf_cuda_device_prop_base
 #else
 #include "vf_fallback_types.h"
 #include "vf_api_templates.h"
+#define VF_DEVICE_PROP_PARAM cudaDeviceProp
 #endif

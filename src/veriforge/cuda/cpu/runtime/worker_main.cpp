@@ -233,7 +233,7 @@ void launch() {
     g_current_kernel = nullptr;
     finish_buffers(b, bufs);
     if (err == 0) reply(0, "", secs);
-    else reply(err == 719 ? 2 : 1, vf::last_fault_message(), secs);
+    else reply((err == 719 || err == 710) ? 2 : 1, vf::last_fault_message(), secs);
 }
 
 void call() {
@@ -271,7 +271,7 @@ void call() {
     vf::unregister_device_buffers();
     finish_buffers(b, bufs);
     if (err == 0) reply(0, std::string(reinterpret_cast<char*>(ret), sizeof ret), secs);
-    else reply(err == 719 ? 2 : 1, message, secs);
+    else reply((err == 719 || err == 710) ? 2 : 1, message, secs);
 }
 
 void on_crash(int sig, siginfo_t* info, void*) {
