@@ -19,9 +19,9 @@ from veriforge.errors import UnsupportedFeatureError
 
 __all__ = [
     "HostFunctionDecl",
-    "args_launch_shims",
     "KernelDecl",
     "ScannedSource",
+    "args_launch_shims",
     "check_supported",
     "mask_source",
     "normalize_kernel_name",

@@ -1,247 +1,267 @@
 """The cost model's time for a C→CUDA candidate (the CPU back-end's ``estimated`` number).
 
-The static analysis needs one kernel and one launch configuration, so this module reads them
-from the ``<<<grid, block, smem>>>`` launches in the entry function, evaluating the launch
-expressions with the configuration's scalar arguments and the entry's simple local
-declarations (``int blocks = (n + 255) / 256;``, ``dim3 grid(...)``, file-level ``#define`` and
-``const int``). Anything it cannot evaluate - a launch inside a loop, a ternary, a helper call -
-makes the time *unknown with the reason*, never a guess.
+The static analysis and the cost model price one launch of one kernel, so this module first finds
+*every* launch the candidate's entry makes for a configuration's scalar arguments by interpreting
+the host code (:func:`veriforge.cuda.analysis.host.host_launches`: loops, helper functions,
+``dim3`` members, ternaries, SM-count-sized grids...), analyses each distinct launch once and sums
+the estimates. Anything it cannot determine makes the time *unknown with the reason*, never a
+guess. Deliberate assumptions (the device is the modelled GPU, runtime calls succeed, a launch of
+a kernel with no modelled work costs only the launch overhead) are listed in the measurement's
+details.
+
+:func:`estimate_torch_impl` does the same for a torch2cuda implementation's ``extern "C"`` launchers,
+binding their scalar arguments from the ``_ext.fn(...)`` call in ``forward`` (``x.size(0)``,
+``x.shape[1]``, ``x.numel()``) and the task config's input shapes.
 """
 
 from __future__ import annotations
 
 import ast
-import re
+from pathlib import Path
 from typing import Any
 
 from veriforge.core.types import Measurement
 from veriforge.cuda.tasks.schema import TaskSpec
 
 from .backend import CCase
-from .cleanup import function_bodies, strip_c
 
-__all__ = ["DEFAULT_GPU", "estimate_c", "find_launches"]
+__all__ = ["DEFAULT_GPU", "MAX_DISTINCT_LAUNCHES", "estimate_c", "estimate_launches", "estimate_torch_impl"]
 
 DEFAULT_GPU = "H100-SXM"
+MAX_DISTINCT_LAUNCHES = 256
 
 
 class _Unknown(Exception):
     pass
 
 
-def _c_to_py(expr: str) -> str:
-    e = expr.strip()
-    e = re.sub(r"\bstd::", "", e)
-    e = re.sub(r"static_cast\s*<[^<>]*>", "", e)
-    e = re.sub(r"\(\s*(unsigned\s+int|unsigned|int|size_t|long\s+long|long|float|double)\s*\)", "", e)
-    e = re.sub(r"(\d+(?:\.\d*)?)[uUlLfF]+\b", r"\1", e)
-    if "?" in e or "->" in e or "[" in e:
-        raise _Unknown(f"cannot evaluate `{expr.strip()}`")
-    return e
+def _template_map(kdef: Any, values: tuple[Any, ...]) -> dict[str, Any]:
+    return {tp.name: v for tp, v in zip(kdef.template, values, strict=False)}
 
 
-def _eval(expr: str, env: dict[str, Any]) -> Any:
-    """C integer semantics: ``/`` on integers truncates."""
+def estimate_launches(source: str, entry: str, scalars: dict[str, Any], gpu: str = DEFAULT_GPU,
+                      cache: dict[Any, Any] | None = None, inputs: dict[str, Any] | None = None
+                      ) -> tuple[float, list[dict[str, Any]], dict[str, Any], list[str]]:
+    """(total seconds, per-launch details, features, assumptions) of ``entry`` for ``scalars``.
+
+    Raises :class:`_Unknown` (with the reason) when the launches or one of their costs cannot be
+    determined. ``cache`` (keyed by launch) lets several configurations share analyses.
+    """
+    from veriforge.cuda import analysis, costmodel
+    from veriforge.cuda.analysis.host import HostUnknownError, host_launches
+    from veriforge.cuda.analysis.parse import find_kernel, parse_source
+
+    parsed = parse_source(source)
     try:
-        tree = ast.parse(_c_to_py(expr), mode="eval").body
-    except SyntaxError:
-        raise _Unknown(f"cannot parse `{expr.strip()}`") from None
-
-    def ev(node: ast.AST) -> Any:
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id not in env:
-                raise _Unknown(f"`{node.id}` in `{expr.strip()}` is not known statically")
-            return env[node.id]
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            v = ev(node.operand)
-            return -v if isinstance(node.op, ast.USub) else v
-        if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-                   ast.Mod: lambda: a % b, ast.LShift: lambda: a << b, ast.RShift: lambda: a >> b,
-                   ast.BitAnd: lambda: a & b, ast.BitOr: lambda: a | b}
-            if isinstance(node.op, ast.Div):
-                if isinstance(a, int) and isinstance(b, int):
-                    return int(a / b) if b else _raise(expr)
-                return a / b
-            if type(node.op) in ops:
-                return ops[type(node.op)]()
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
-            args = [ev(x) for x in node.args]
-            return min(args) if node.func.id == "min" else max(args)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dim3":
-            return tuple(ev(x) for x in node.args)
-        raise _Unknown(f"cannot evaluate `{expr.strip()}` statically")
-
-    return ev(tree)
-
-
-def _raise(expr: str) -> Any:
-    raise _Unknown(f"division by zero in `{expr}`")
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur)
-    return [p.strip() for p in parts]
-
-
-def find_launches(body: str) -> list[tuple[str, list[str], list[str], int]]:
-    """Launches in ``body``: (kernel, config expressions, argument expressions, position)."""
-    out = []
-    for m in re.finditer(r"([A-Za-z_]\w*)\s*(<[^<>;]*>)?\s*<<<", body):
-        end = body.find(">>>", m.end())
-        if end < 0:
-            continue
-        config = _split_top(body[m.end(): end])
-        p = body.find("(", end)
-        depth, k = 0, p
-        while 0 <= k < len(body):
-            depth += {"(": 1, ")": -1}.get(body[k], 0)
-            k += 1
-            if depth == 0:
-                break
-        args = _split_top(body[p + 1: k - 1]) if p >= 0 else []
-        out.append((m.group(1), config, args, m.start()))
-    return out
-
-
-def _file_constants(text: str) -> dict[str, Any]:
-    env: dict[str, Any] = {}
-    for m in re.finditer(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+([^\n]+)$", text, re.M):
-        try:
-            env[m.group(1)] = _eval(m.group(2), env)
-        except _Unknown:
-            pass
-    for m in re.finditer(r"\b(?:static\s+)?(?:const|constexpr)\s+(?:unsigned\s+|int\s+|size_t\s+|long\s+)+"
-                         r"([A-Za-z_]\w*)\s*=\s*([^;]+);", text):
-        try:
-            env[m.group(1)] = _eval(m.group(2), env)
-        except _Unknown:
-            pass
-    return env
-
-
-def _locals(body: str, env: dict[str, Any]) -> None:
-    decl = re.compile(r"\b(?:const\s+)?(?:unsigned\s+int|unsigned|int|size_t|long\s+long|long|auto|dim3)\s+"
-                      r"([A-Za-z_]\w*)\s*(=\s*([^;]+)|\(([^;]*)\)|\{([^;]*)\})\s*;")
-    for m in decl.finditer(body):
-        expr = m.group(3) or f"dim3({m.group(4) or m.group(5)})"
-        try:
-            env[m.group(1)] = _eval(expr, env)
-        except _Unknown:
-            env.pop(m.group(1), None)
-
-
-def _dims(value: Any) -> tuple[int, int, int]:
-    if isinstance(value, tuple):
-        v = [int(x) for x in value] + [1] * (3 - len(value))
-        return (v[0], v[1], v[2])
-    return (int(value), 1, 1)
-
-
-def _in_loop(body: str, pos: int) -> bool:
-    for m in re.finditer(r"\b(for|while)\s*\(", body[:pos]):
-        brace = body.find("{", m.end())
-        if brace < 0 or brace > pos:
-            continue
-        depth = 0
-        for k in range(brace, pos):
-            depth += {"{": 1, "}": -1}.get(body[k], 0)
-        if depth > 0:
-            return True
-    return False
+        run = host_launches(parsed, entry, scalars, gpu=gpu, inputs=inputs)
+    except HostUnknownError as exc:
+        raise _Unknown(str(exc)) from None
+    cache = {} if cache is None else cache
+    assumptions = list(run.assumptions)
+    if not run.launches:
+        assumptions.append(f"{entry}() launches no kernel for these arguments: no GPU time")
+    distinct = {(ln.kernel, ln.grid, ln.block, ln.smem, ln.args, ln.template_args) for ln in run.launches}
+    if len(distinct) > MAX_DISTINCT_LAUNCHES:
+        raise _Unknown(f"{len(run.launches)} launches with {len(distinct)} distinct configurations "
+                       f"(more than {MAX_DISTINCT_LAUNCHES} are not analysed)")
+    total, details, features = 0.0, [], {}
+    kernels = {ln.kernel for ln in run.launches}
+    featured: set[str] = set()
+    for ln in run.launches:
+        key = (ln.kernel, ln.grid, ln.block, ln.smem, ln.args, ln.template_args)
+        if key not in cache:
+            try:
+                kdef = find_kernel(parsed, ln.kernel)
+            except analysis.AnalysisError as exc:
+                raise _Unknown(f"line {ln.line}: {exc}") from None
+            params = {p.name: v for p, v in zip(kdef.params, ln.args, strict=False)
+                      if not p.is_pointer and v is not None}
+            try:
+                rep = analysis.analyze(source, kernel=ln.kernel, grid=ln.grid, block=ln.block, params=params,
+                                       dynamic_smem=ln.smem, template_args=_template_map(kdef, ln.template_args))
+            except analysis.LaunchConfigError as exc:
+                raise _Unknown(f"line {ln.line}: launch of {ln.kernel} <<<{ln.grid}, {ln.block}>>>: {exc}") from None
+            try:
+                est = costmodel.estimate(rep, gpu)
+                cache[key] = (est.time_s, est.bound, rep.features, None)
+            except costmodel.CostModelError as exc:
+                if rep.unknowns:
+                    raise _Unknown(f"launch of {ln.kernel}: {exc}") from None
+                # Fully analysed and it does nothing the model prices (e.g. a tail kernel with no tail).
+                overhead = costmodel.CostConstants().launch_overhead_s
+                cache[key] = (overhead, "latency", rep.features,
+                              f"{ln.kernel} <<<{ln.grid}, {ln.block}>>> does no modelled work: "
+                              f"launch overhead only")
+        time_s, bound, feats, note = cache[key]
+        if note and note not in assumptions:
+            assumptions.append(note)
+        total += time_s
+        details.append({"kernel": ln.kernel, "grid": ln.grid, "block": ln.block, "time_s": time_s, "bound": bound})
+        if ln.kernel not in featured:  # the first launch of each kernel describes it
+            featured.add(ln.kernel)
+            prefix = f"{ln.kernel}." if len(kernels) > 1 else ""
+            features.update({f"{prefix}{k}": v for k, v in feats.items()})
+    return total, details, features, assumptions
 
 
 def estimate_c(spec: TaskSpec, source: str, cases: list[CCase], gpu: str = DEFAULT_GPU
                ) -> tuple[list[Measurement], dict[str, Any], list[str]]:
     """Estimated time per configuration; returns (measurements, features, notes on unknowns)."""
-    from veriforge.cuda import analysis, costmodel
-
-    text = strip_c(source)
-    funcs = {name: (header, body) for name, header, body, _ in function_bodies(text)}
-    if spec.entry not in funcs:
-        return [], {}, [f"estimated time unknown: no definition of {spec.entry}() found"]
-    _, body = funcs[spec.entry]
-    launches = find_launches(body)
-    if not launches:
-        return [], {}, [f"estimated time unknown: no <<<...>>> launch in {spec.entry}()"]
-    if any(_in_loop(body, pos) for *_, pos in launches):
-        return [], {}, ["estimated time unknown: a kernel is launched inside a loop (trip count not evaluated)"]
-    constants = _file_constants(text)
     measurements: list[Measurement] = []
     features: dict[str, Any] = {}
     notes: list[str] = []
     seen: set[str] = set()
+    cache: dict[Any, Any] = {}
     for case in cases:
         if case.config in seen:
             continue
         seen.add(case.config)
-        env = dict(constants)
-        for p, value in zip(spec.params, case.args, strict=True):
-            if p.role == "scalar":
-                env[p.name] = value
-        _locals(body, env)
-        total, parts, details = 0.0, [], []
+        scalars = {p.name: v for p, v in zip(spec.params, case.args, strict=True) if p.role == "scalar"}
+        inputs = {p.name: v for p, v in zip(spec.params, case.args, strict=True) if p.role == "in"}
         try:
-            for kernel, config, args, _pos in launches:
-                if len(config) < 2:
-                    raise _Unknown(f"launch of {kernel} has no block size")
-                grid, block = _dims(_eval(config[0], env)), _dims(_eval(config[1], env))
-                smem = int(_eval(config[2], env)) if len(config) > 2 else 0
-                kheader = funcs.get(kernel, ("", ""))[0]
-                kparams = _kernel_params(kheader)
-                values: dict[str, Any] = {}
-                for (ptype, pname), arg in zip(kparams, args, strict=False):
-                    if "*" in ptype:
-                        continue
-                    try:
-                        values[pname] = _eval(arg, env)
-                    except _Unknown:
-                        pass
-                rep = analysis.analyze(source, kernel=kernel, grid=grid, block=block, params=values,
-                                       dynamic_smem=smem)
-                est = costmodel.estimate(rep, gpu)
-                total += est.time_s
-                parts.append(est)
-                details.append({"kernel": kernel, "grid": grid, "block": block, "time_s": est.time_s,
-                                "bound": est.bound})
-                if case is cases[-1] or case.config == cases[-1].config:
-                    features.update({f"{kernel}.{k}" if len(launches) > 1 else k: v
-                                     for k, v in rep.features.items()})
+            total, details, feats, assumptions = estimate_launches(source, spec.entry, scalars, gpu, cache, inputs)
         except _Unknown as exc:
             notes.append(f"config {case.config!r}: estimated time unknown: {exc}")
             continue
-        except Exception as exc:
+        except Exception as exc:  # the analysis must never fail an evaluation that passed
             notes.append(f"config {case.config!r}: estimated time unknown: {type(exc).__name__}: {exc}")
             continue
-        first = parts[0].to_measurement()
-        measurements.append(Measurement(name="time_s", value=total, unit="s", provenance="estimated",
-                                        backend=first.backend, details={"config": case.config, "gpu": gpu,
-                                                                        "launches": details}))
+        if case.config == cases[-1].config:
+            features.update(feats)
+        measurements.append(Measurement(
+            name="time_s", value=total, unit="s", provenance="estimated", backend=f"costmodel:{gpu}",
+            details={"config": case.config, "gpu": gpu, "launches": details, "assumptions": assumptions}))
     return measurements, features, notes
 
 
-def _kernel_params(header: str) -> list[tuple[str, str]]:
-    m = re.search(r"\(([^()]*)\)\s*$", header.strip())
-    if not m or not m.group(1).strip():
-        return []
-    out = []
-    for part in _split_top(m.group(1)):
-        pm = re.match(r"^(.*?)([A-Za-z_]\w*)\s*$", part)
-        if pm:
-            out.append((pm.group(1), pm.group(2)))
-    return out
+# ----- torch2cuda ------------------------------------------------------------------------------------------
+
+def _cuda_src(module_text: str) -> str:
+    tree = ast.parse(module_text)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            if "__global__" in node.value.value:
+                return node.value.value
+    raise _Unknown("no CUDA source string with a __global__ kernel in the module")
+
+
+def _shape_value(expr: ast.AST, shapes: dict[str, tuple[int, ...]], env: dict[str, Any]) -> Any:
+    """Value of a simple Python expression over tensor shapes: x.size(0), x.shape[1], x.numel(), ints."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, int | float):
+        return expr.value
+    if isinstance(expr, ast.Name):
+        if expr.id in env:
+            return env[expr.id]
+        raise _Unknown(f"`{expr.id}` is not known")
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        base = expr.func.value
+        if isinstance(base, ast.Name) and base.id in shapes:
+            shape = shapes[base.id]
+            if expr.func.attr in ("size", "shape") and len(expr.args) == 1:
+                dim = _shape_value(expr.args[0], shapes, env)
+                return shape[int(dim)]
+            if expr.func.attr == "numel" and not expr.args:
+                n = 1
+                for s in shape:
+                    n *= s
+                return n
+            if expr.func.attr == "dim" and not expr.args:
+                return len(shape)
+        if expr.func.attr in ("contiguous", "float", "view", "reshape"):
+            pass
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "int" and expr.args:
+        return int(_shape_value(expr.args[0], shapes, env))
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Attribute) and expr.value.attr == "shape":
+        base = expr.value.value
+        if isinstance(base, ast.Name) and base.id in shapes:
+            return shapes[base.id][int(_shape_value(expr.slice, shapes, env))]
+    if isinstance(expr, ast.BinOp):
+        a, b = _shape_value(expr.left, shapes, env), _shape_value(expr.right, shapes, env)
+        ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
+        if isinstance(expr.op, ast.FloorDiv):
+            return a // b
+        if type(expr.op) in ops:
+            return ops[type(expr.op)]
+    raise _Unknown(f"`{ast.unparse(expr)}` in forward() is not evaluated")
+
+
+def _forward_calls(module_text: str, inputs: list[tuple[int, ...]]) -> list[tuple[str, dict[int, Any]]]:
+    """(launcher name, {argument index: value}) for each ``_ext.fn(...)`` call in ``ModelNew.forward``."""
+    tree = ast.parse(module_text)
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
+    fwd = next((n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef) and n.name == "forward"),
+               None)
+    if fwd is None:
+        raise _Unknown("no ModelNew.forward")
+    names = [a.arg for a in fwd.args.args[1:]]
+    shapes = dict(zip(names, inputs, strict=False))
+    env: dict[str, Any] = {}
+    calls = []
+    for stmt in fwd.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            tgt, val = stmt.targets[0].id, stmt.value
+            if (isinstance(val, ast.Call) and isinstance(val.func, ast.Attribute)
+                    and isinstance(val.func.value, ast.Name) and val.func.value.id in shapes
+                    and val.func.attr in ("contiguous", "float", "clone")):
+                shapes[tgt] = shapes[val.func.value.id]
+                continue
+            try:
+                env[tgt] = _shape_value(val, shapes, env)
+            except (_Unknown, IndexError, TypeError):
+                env.pop(tgt, None)
+        for node in ast.walk(stmt):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id.startswith("_ext")):
+                values: dict[int, Any] = {}
+                for i, a in enumerate(node.args):
+                    try:
+                        values[i] = _shape_value(a, shapes, env)
+                    except (_Unknown, IndexError, TypeError):
+                        pass
+                calls.append((node.func.attr, values))
+    if not calls:
+        raise _Unknown("forward() calls no `_ext.<launcher>(...)`")
+    return calls
+
+
+def estimate_torch_impl(spec: TaskSpec, path: Path, gpu: str = DEFAULT_GPU) -> tuple[dict[str, float], list[str], int]:
+    """({config: estimated seconds}, notes on unknowns, launches on the last config) of a torch2cuda impl."""
+    from veriforge.cuda.analysis.parse import parse_source
+
+    text = Path(path).read_text()
+    times: dict[str, float] = {}
+    notes: list[str] = []
+    launches = 0
+    cache: dict[Any, Any] = {}
+    try:
+        source = _cuda_src(text)
+    except _Unknown as exc:
+        return {}, [f"estimated time unknown: {exc}"], 0
+    parsed = parse_source(source)
+    for cfg in spec.configs:
+        try:
+            inputs = _config_shapes(spec, cfg)
+            total = 0.0
+            for launcher, values in _forward_calls(text, inputs):
+                fdefs = [f for f in parsed.functions.get(launcher, []) if not f.is_kernel]
+                if not fdefs:
+                    raise _Unknown(f"launcher {launcher}() not found in the CUDA source")
+                scalars = {p.name: values[i] for i, p in enumerate(fdefs[0].params) if i in values}
+                t, details, _f, _a = estimate_launches(source, launcher, scalars, gpu, cache)
+                total += t
+                launches = len(details) if cfg is spec.configs[-1] else launches
+            times[cfg.name] = total
+        except _Unknown as exc:
+            notes.append(f"config {cfg.name!r}: estimated time unknown: {exc}")
+        except Exception as exc:
+            notes.append(f"config {cfg.name!r}: estimated time unknown: {type(exc).__name__}: {exc}")
+    return times, notes, launches
+
+
+def _config_shapes(spec: TaskSpec, cfg: Any) -> list[tuple[int, ...]]:
+    """Input tensor shapes of a torch2cuda config: the reference's ``get_inputs()`` with the config's values."""
+    from veriforge.cuda.tasks.reference import load_torch_reference
+
+    assert spec.folder is not None
+    ref = load_torch_reference((spec.folder / "reference.py").read_text(), cfg.variables, name=f"vf_est_{cfg.name}")
+    return [tuple(int(d) for d in getattr(v, "shape", ())) for v in ref.get_inputs()]

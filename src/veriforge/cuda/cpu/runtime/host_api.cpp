@@ -601,10 +601,21 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** arg
     const char* name = nullptr;
     vf::ArgsLauncher launch = nullptr;
     if (!func || !vf::find_launchable(func, &name, &launch)) {
-        fprintf(stderr, "veriforge: cudaLaunchKernel: %p is not a kernel of this program (the CPU runtime "
-                        "launches non-template __global__ functions by address; pass a template instance "
-                        "without the cast to void*)\n", func);
-        return set_error(cudaErrorInvalidDeviceFunction);
+        char msg[320];
+        snprintf(msg, sizeof msg, "cudaLaunchKernel: %p is not a kernel of this program (the CPU runtime launches "
+                 "non-template __global__ functions by address; pass a template instance without the cast to "
+                 "void*)", func);
+        std::lock_guard<std::mutex> lock(g_mutex);
+        if (g_in_call) {  // Module.call: a failed launch makes the call raise (LaunchError)
+            if (!g_call_error) {
+                g_call_error = cudaErrorInvalidDeviceFunction;
+                g_call_message = msg;
+            }
+        } else {
+            fprintf(stderr, "veriforge: %s\n", msg);
+        }
+        g_last_error = cudaErrorInvalidDeviceFunction;
+        return cudaErrorInvalidDeviceFunction;
     }
     return (cudaError_t)launch(func, name, grid, block, args, shared, stream);
 }
