@@ -116,3 +116,24 @@ def test_builtin_proposer_records_findings_as_evidence() -> None:
     assert tune and all(e.evidence["findings"][0]["kind"] == "small_grid" for e in tune)
     assert all(e.prior == pytest.approx(1.5) for e in tune)
     assert all(e.state.parent == Node.state.hash for e in edits)
+
+
+def test_grid_follows_the_block_through_tiny_sizes() -> None:
+    """A chain of reshapes through block.x = 2 must keep the grid's ceil-division in step (a value-based
+    rule once stopped following at 2 and left a grid 4x too large, which the search then exploited)."""
+    src = """
+__global__ void k(const float* a, float* c, int M, int N) {
+    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < M && col < N) c[row * N + col] = a[row * N + col];
+}
+extern "C" void solve(const float* a, float* c, int M, int N) {
+    dim3 block(16, 16);
+    dim3 grid((N + 15) / 16, (M + 15) / 16);
+    k<<<grid, block>>>(a, c, M, N);
+}
+"""
+    for value in (8, 4, 2, 4, 8):
+        [tx] = [t for t in find_tunables(src) if t.name == "block.x"]
+        src = apply_tunable(src, tx, value)
+        assert f"dim3 block({value}, 16)" in src
+        assert f"dim3 grid((N + {value - 1}) / {value}, (M + 15) / 16)" in src

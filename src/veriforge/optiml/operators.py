@@ -215,12 +215,10 @@ def find_tunables(source: str) -> list[Tunable]:
                     s = start + pos + lit.start(1)
                     value = int(lit.group(1))
                     spans = [(s, s + len(lit.group(1)), 0)]
-                    if i < len(grid_parts) and value > 2:
+                    if i < len(grid_parts):
                         # `dim3 grid((N + 15) / 16, ...)` written with literals: they follow the block.
                         g0, g1 = grid_parts[i]
-                        for gm in re.finditer(r"(?<![\w.])(\d+)(?![\w.])", sc.text[g0:g1]):
-                            if int(gm.group(1)) in (value, value - 1):
-                                spans.append((g0 + gm.start(1), g0 + gm.end(1), int(gm.group(1)) - value))
+                        spans.extend(_grid_follow_spans(sc.text, g0, g1, value))
                     found.append(Tunable(f"{name}.{axis}", value, "dim3", sc.line(s), ("block",), tuple(spans)))
                 pos += len(part) + 1
     for launch in sc.launches:
@@ -231,13 +229,34 @@ def find_tunables(source: str) -> list[Tunable]:
         value = int(lit.group(1))
         spans = [(b0 + lit.start(1), b0 + lit.end(1), 0)]
         g0, g1 = launch.grid
-        for m in re.finditer(r"(?<![\w.])(\d+)(?![\w.])", sc.text[g0:g1]):
-            v = int(m.group(1))
-            if v in (value, value - 1) and value > 2:
-                spans.append((g0 + m.start(1), g0 + m.end(1), v - value))
+        spans.extend(_grid_follow_spans(sc.text, g0, g1, value))
         found.append(Tunable(f"<<<{launch.kernel}>>> block", value, "launch", sc.line(b0), ("block",),
                              tuple(spans)))
     return found
+
+
+_CEIL_DIV = re.compile(r"(?<![\w.])(\d+)\s*\)\s*/\s*(\d+)(?![\w.])")
+_DIV = re.compile(r"/\s*(\d+)(?![\w.])")
+
+
+def _grid_follow_spans(text: str, g0: int, g1: int, value: int) -> list[tuple[int, int, int]]:
+    """Spans of the literals in a grid expression that must follow a block size of ``value``.
+
+    Only the divisor of a division by ``value`` and the ``value - 1`` of a ceil-division
+    ``(n + value-1) / value`` follow; any other literal in the grid is left alone. Matching by
+    pattern (not by equal value) also works for tiny block sizes, where a stray ``1`` or ``2``
+    would otherwise be ambiguous — an earlier value-based rule stopped following at block size 2
+    and left grids 4x too large, which an optimiser then exploited.
+    """
+    part = text[g0:g1]
+    spans: dict[int, tuple[int, int, int]] = {}
+    for m in _CEIL_DIV.finditer(part):
+        if int(m.group(2)) == value and int(m.group(1)) == value - 1:
+            spans[m.start(1)] = (g0 + m.start(1), g0 + m.end(1), -1)
+    for m in _DIV.finditer(part):
+        if int(m.group(1)) == value:
+            spans[m.start(1)] = (g0 + m.start(1), g0 + m.end(1), 0)
+    return [spans[k] for k in sorted(spans)]
 
 
 def _grid_components(sc: SourceScan, fn: Any, block_name: str) -> list[tuple[int, int]]:

@@ -51,10 +51,29 @@ def test_lane_layout_matches_hardware_warp_formation() -> None:
 def test_partial_warps_and_stratified_sampling() -> None:
     lay = launch.build_lanes((1000, 1, 1), (48, 1, 1))
     assert not lay.exact
-    assert lay.sampled_blocks == ((0, 0, 0), (500, 0, 0), (999, 0, 0))
+    # first, the middles of 5 equal interior strata (998 blocks), last
+    assert lay.sampled_blocks == ((0, 0, 0), (100, 0, 0), (299, 0, 0), (499, 0, 0), (698, 0, 0), (898, 0, 0),
+                                  (999, 0, 0))
     assert lay.launch_warps == pytest.approx(1000 * 2)  # 48 threads = 2 warps, the second half-empty
     assert lay.valid[1].sum() == 16
-    assert list(lay.tail_block) == [False, False, False, False, True, True]
+    assert list(lay.tail_block) == [False] * 12 + [True, True]
+
+
+def test_oversized_grid_with_idle_blocks_is_not_cheaper() -> None:
+    """An optimiser once quadrupled a grid (extra blocks fail the bounds check and exit) and the
+    single middle sample, idle, made the launch look ~10x cheaper. Idle blocks must not lower the work."""
+    from veriforge.cuda import analysis
+
+    src = """
+    __global__ void k(const float* a, float* b, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) b[i] = 2.0f * a[i];
+    }"""
+    n = 8192
+    tight = analysis.analyze(src, kernel="k", grid=n // 64, block=64, params={"n": n}, use_nvcc=False)
+    loose = analysis.analyze(src, kernel="k", grid=4 * n // 64, block=64, params={"n": n}, use_nvcc=False)
+    assert tight.global_bytes == pytest.approx(n * 8, rel=0.01)
+    assert loose.global_bytes == pytest.approx(tight.global_bytes, rel=0.3)
 
 
 @pytest.mark.parametrize(("value", "expected"), [(256, (256, 1, 1)), ((16, 16), (16, 16, 1)), ([2, 3, 4], (2, 3, 4))])

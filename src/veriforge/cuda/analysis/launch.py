@@ -3,8 +3,12 @@
 A launch may have millions of threads; evaluating every one is unnecessary because almost every
 kernel behaves the same in all interior blocks and differs only at the edges (the ``i < n`` tail,
 the first tile). So the analysis evaluates *every thread* of a stratified sample of blocks: along
-each grid dimension the first, the middle and the last block (all blocks when a dimension has at
-most :data:`EXACT_DIM` of them). Each sampled block carries a weight — the number of real blocks
+each grid dimension the first and the last block plus the middle block of each of up to
+:data:`INTERIOR_STRATA` equal strata of the interior (all blocks when a dimension has at most
+:data:`EXACT_DIM` of them). Several interior strata matter for oversized grids: when most blocks
+of a dimension are idle (a grid larger than the data, its threads failing the bounds check), one
+middle sample would be idle and stand for the whole interior, making the launch look almost free
+— an optimiser exploited exactly that. Each sampled block carries a weight — the number of real blocks
 it represents — so per-launch totals (requests, bytes, FLOPs) are exact whenever interior blocks
 behave alike, and the first and the last block are always seen exactly. Small grids (at most
 :data:`EXACT_BLOCKS` blocks) are enumerated completely.
@@ -24,6 +28,7 @@ from veriforge.errors import LaunchError
 
 EXACT_DIM = 4
 EXACT_BLOCKS = 16
+INTERIOR_STRATA = 5
 WARP = 32
 MAX_BLOCK_THREADS = 1024
 
@@ -53,10 +58,23 @@ def dim3(value: int | tuple[int, ...] | list[int], what: str) -> tuple[int, int,
 
 
 def _strata(n: int) -> list[tuple[int, float]]:
-    """(index, weight) samples along one grid dimension of ``n`` blocks."""
+    """(index, weight) samples along one grid dimension of ``n`` blocks.
+
+    The first and last block stand for themselves; the interior ``1 .. n-2`` is cut into up to
+    :data:`INTERIOR_STRATA` equal strata, each represented by its middle block with a weight equal
+    to the stratum's size (weights sum to ``n``).
+    """
     if n <= EXACT_DIM:
         return [(i, 1.0) for i in range(n)]
-    return [(0, 1.0), (n // 2, float(n - 2)), (n - 1, 1.0)]
+    interior = n - 2
+    k = min(INTERIOR_STRATA, interior)
+    out = [(0, 1.0)]
+    for j in range(k):
+        lo = 1 + (j * interior) // k
+        hi = 1 + ((j + 1) * interior) // k
+        out.append(((lo + hi - 1) // 2, float(hi - lo)))
+    out.append((n - 1, 1.0))
+    return out
 
 
 @dataclass(frozen=True)
@@ -88,7 +106,7 @@ class Lanes:
             "sampled_blocks": [list(b) for b in self.sampled_blocks],
             "sampled_warps": int(self.valid.shape[0]),
             "exact": self.exact,
-            "strategy": "all blocks" if self.exact else "first, middle and last block along each grid dimension",
+            "strategy": "all blocks" if self.exact else "first, last and interior strata along each grid dimension",
         }
 
 
