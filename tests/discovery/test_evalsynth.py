@@ -292,3 +292,20 @@ def test_table_noise_never_breaks_key_alignment(dirs):
         pred, "t.csv", "count,sample,value\n" + "".join(f"{c},{a},{b * (1 + 1e-6)}\n" for a, b, c in shuffled)
     )
     assert ev(str(pred), str(gold))[0]
+
+
+def test_table_key_prefers_label_columns_over_counts(tmp_path):
+    """Rows identified by (site, treatment): an integer count column must not join the key, or a
+    wrong count would read as a missing row instead of a wrong value."""
+    from veriforge.discovery.evalsynth.plan import plan_outputs
+
+    gold = tmp_path / "gold"
+    gold.mkdir()
+    (gold / "t.csv").write_text(
+        "site,treatment,height_mean,height_count\n"
+        "A,ctrl,1.5,10\nA,drug,2.5,10\nB,ctrl,1.2,12\nB,drug,2.2,10\n"
+    )
+    plan = plan_outputs(gold, ["pred_results/t.csv"])
+    [entry] = plan["outputs"]
+    assert entry["kind"] == "table"
+    assert entry["params"]["key_columns"] == ["site", "treatment"]

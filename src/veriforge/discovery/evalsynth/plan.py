@@ -211,8 +211,16 @@ def _unique_key(
         values = [r[j].strip() for r in body]
         if len(set(values)) == len(values):
             return [c]
-    tuples = [tuple(r[j].strip() for j in idx) for r in body]
-    return candidates if len(set(tuples)) == len(tuples) else []
+    # Then the smallest identifying set: text columns first (labels such as site/treatment identify
+    # rows; integer columns are often counts), growing in column order. Using every candidate
+    # column would make counts part of the key, so a wrong count reads as a missing row.
+    ordered = [c for c in candidates if not numeric[c]] + [c for c in candidates if numeric[c]]
+    for k in range(2, len(ordered) + 1):
+        cols = ordered[:k]
+        tuples = [tuple(r[header.index(c)].strip() for c in cols) for r in body]
+        if len(set(tuples)) == len(tuples):
+            return cols
+    return []
 
 
 def plan_outputs(
