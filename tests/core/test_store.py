@@ -612,3 +612,11 @@ def test_forked_child_opens_its_own_connection_and_leaves_parents_alone(store):
     assert store.get_evaluation("from-child") is not None  # parent still works after child closed
     store.put_evaluation("after", {"v": 2})
     assert store.count_evaluations() == 3
+
+
+def test_iter_evaluations_lists_stored_results_by_kind(store):
+    store.put_evaluation("k1", {"v": 1}, kind="cuda-eval")
+    store.put_evaluation("k2", {"v": 2}, kind="other")
+    assert [(k, kind, r["v"]) for k, kind, r in store.iter_evaluations()] == [("k1", "cuda-eval", 1),
+                                                                             ("k2", "other", 2)]
+    assert [k for k, _, _ in store.iter_evaluations(kind="other")] == ["k2"]

@@ -335,6 +335,20 @@ class RunStore:
                          "ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, result = excluded.result",
                          (key, kind, text, time.time()))
 
+    def iter_evaluations(self, kind: str | None = None) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """Every stored ``(key, kind, result)`` (optionally of one ``kind``), oldest first.
+
+        For consumers that learn from past evaluations, e.g. calibrating the cost model on the GPU
+        timings a run store has accumulated.
+        """
+        if kind is None:
+            rows = self._read("SELECT key, kind, result FROM evaluations ORDER BY created, key")
+        else:
+            rows = self._read("SELECT key, kind, result FROM evaluations WHERE kind = ? ORDER BY created, key",
+                              (kind,))
+        for key, k, text in rows:
+            yield key, k, json.loads(text)
+
     def count_evaluations(self, kind: str | None = None) -> int:
         if kind is None:
             return int(self._read("SELECT COUNT(*) FROM evaluations")[0][0])

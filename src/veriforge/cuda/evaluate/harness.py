@@ -114,6 +114,10 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
                                  memcheck=memcheck, estimate=estimate, timing=timing, baseline=baseline_source)
         res.key = key
         res.seconds = time.perf_counter() - started
+        # Stored results are self-contained: what was evaluated travels with the verdict, so later
+        # consumers (cost-model calibration on accumulated GPU timings, rankers) need no other copy.
+        res.details.setdefault("candidate_source", cand.source)
+        res.details.setdefault("task_family", spec.family)
         return res.to_dict()
 
     if store is None:
