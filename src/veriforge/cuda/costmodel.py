@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from veriforge.core import duck
 from veriforge.cuda.arch import GPU, get_gpu, parse_arch_name
 from veriforge.errors import CudaError
 
@@ -128,22 +129,8 @@ DEFAULT_CONSTANTS = CostConstants()
 # Reading the analysis report (duck-typed: the report object or its to_dict()).
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if obj is None:
-        return default
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def _num(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None
+_get = duck.get
+_num = duck.finite
 
 
 def _dims(value: Any, what: str) -> tuple[int, int, int]:

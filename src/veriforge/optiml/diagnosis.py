@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from veriforge.core import duck
+
 __all__ = [
     "KINDS",
     "Finding",
@@ -123,22 +125,8 @@ class Finding:
 # Input normalisation
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if obj is None:
-        return default
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def _num(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None
+_get = duck.get
+_num = duck.finite
 
 
 def _is_report(obj: Any) -> bool:
