@@ -2,11 +2,11 @@
 
 For every bundled c2cuda implementation (its ``solve``-style entry) and every torch2cuda
 implementation (the ``extern "C"`` host launchers in its ``CUDA_SRC``), it records whether
-:func:`veriforge.cuda.evaluate.estimate.estimate_c` / ``estimate_launchers`` produces an estimated
+:func:`veriforge.cuda.evaluate.estimate.estimate_c` / ``estimate_torch_impl`` produces an estimated
 time for the task's configurations, and the first reason when it does not. The second part checks
 the cost model's *ordering*: within each task, for every pair of implementations with different
-``quality`` labels and an estimate on the largest configuration, does the faster estimate belong
-to the higher-quality label? (A sanity figure for the cost model, not a test gate.)
+``quality`` labels, is the estimated time summed over their common configs lower for
+the higher-quality one? (A sanity figure for the cost model, not a test gate.)
 
     python benchmarks/estimate_coverage.py [--family c2cuda] [--tasks a,b] [--no-order]
 """
@@ -66,29 +66,32 @@ def torch_rows(wanted: set[str]) -> list[dict]:
     return rows
 
 
-def ordering(rows: list[dict]) -> tuple[int, int, list[str]]:
-    """(agreeing pairs, comparable pairs, disagreements) on each task's last configuration."""
+def ordering(rows: list[dict]) -> tuple[int, int, int, list[str]]:
+    """(agreeing pairs, comparable pairs, ties, disagreements): per task, pairs of impls with different
+    quality labels compared by their estimated time summed over the configs both have."""
     by_task: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
         by_task.setdefault((r["family"], r["task"]), []).append(r)
-    agree = total = 0
+    agree = total = ties = 0
     bad = []
     for (_fam, task), impls in by_task.items():
         for i, a in enumerate(impls):
             for b in impls[i + 1:]:
                 if a["quality"] is None or b["quality"] is None or a["quality"] == b["quality"]:
                     continue
-                ta, tb = a["times"].get(a["last"]), b["times"].get(b["last"])
-                if ta is None or tb is None:
+                common = sorted(set(a["times"]) & set(b["times"]))
+                if not common:
                     continue
                 total += 1
                 hi, lo = (a, b) if a["quality"] > b["quality"] else (b, a)
-                if hi["times"][hi["last"]] < lo["times"][lo["last"]]:
+                t_hi, t_lo = (sum(x["times"][c] for c in common) for x in (hi, lo))
+                if t_hi < t_lo * (1 - 1e-9):
                     agree += 1
-                else:
-                    bad.append(f"{task}: {hi['impl']} (q{hi['quality']}) {hi['times'][hi['last']] * 1e6:.2f}us >= "
-                               f"{lo['impl']} (q{lo['quality']}) {lo['times'][lo['last']] * 1e6:.2f}us")
-    return agree, total, bad
+                    continue
+                ties += abs(t_hi - t_lo) <= 1e-9 * t_lo
+                bad.append(f"{task}: {hi['impl']} (q{hi['quality']}) {t_hi * 1e6:.2f}us >= "
+                           f"{lo['impl']} (q{lo['quality']}) {t_lo * 1e6:.2f}us")
+    return agree, total, ties, bad
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,9 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'family':10} {'task':26} {'impl':22} {'q':>2} {'est/cfg':>7} {'launches':>8} {'last cfg us':>11}  why not")
     for r in rows:
         t = r["times"].get(r["last"])
-        print(f"{r['family']:10} {r['task']:26} {r['impl']:22} {r['quality'] if r['quality'] is not None else '-':>2} "
-              f"{r['estimated']:>3}/{r['configs']:<3} {r['launches']:>8} {t * 1e6 if t else float('nan'):>11.2f}  "
-              f"{r['why'][:150]}", flush=True)
+        us = t * 1e6 if t is not None else float("nan")
+        q = r["quality"] if r["quality"] is not None else "-"
+        print(f"{r['family']:10} {r['task']:26} {r['impl']:22} {q:>2} {r['estimated']:>3}/{r['configs']:<3} "
+              f"{r['launches']:>8} {us:>11.2f}  {r['why'][:150]}", flush=True)
     print()
     for fam in fams:
         sel = [r for r in rows if r["family"] == fam]
@@ -126,9 +130,13 @@ def main(argv: list[str] | None = None) -> int:
         for why, n in reasons.most_common():
             print(f"  {n:3d}  {why}")
     if not args.no_order:
-        agree, total, bad = ordering(rows)
-        print(f"\ncost-model ordering vs quality labels (last config, pairs with different labels): "
-              f"{agree}/{total} agree ({agree / total if total else float('nan'):.0%})")
+        for fam in fams:
+            agree, total, ties, _ = ordering([r for r in rows if r["family"] == fam])
+            if total:
+                print(f"\n{fam}: cost-model ordering vs quality labels (time summed over common configs, pairs "
+                      f"with different labels): {agree}/{total} agree ({agree / total:.0%}); {ties} of the "
+                      f"disagreements are exact ties")
+        agree, total, ties, bad = ordering(rows)
         for line in bad:
             print(f"  disagree: {line}")
     print(f"\nwall time {time.time() - started:.0f} s")

@@ -13,7 +13,8 @@ model and its limits.
 Modules: :mod:`.parse` (tree-sitter, macros), :mod:`.launch` (sampled warps), :mod:`.evaluate`
 (lane values), :mod:`.walk` (the abstract interpreter), :mod:`.memory` (sectors, banks),
 :mod:`.control` (divergence, barriers), :mod:`.flops`, :mod:`.resources` (ptxas, occupancy),
-:mod:`.report` (the result types), :mod:`.analyze`.
+:mod:`.report` (the result types), :mod:`.analyze`; :mod:`.host` finds the launch sequence of host
+code by interpreting it for concrete scalar arguments (the input of whole-candidate estimates).
 """
 
 from veriforge.cuda.analysis.analyze import analyze

@@ -28,10 +28,11 @@ def analyze(
     """Statically analyse ``kernel`` in ``source`` for one launch ``<<<grid, block, dynamic_smem>>>``.
 
     ``params`` gives values to the kernel's scalar parameters (pointer parameters are
-    allocations); ``defines`` acts like ``-D`` (also passed to nvcc); ``template_args`` gives
-    template parameters of a template kernel (numbers, or type names such as ``"float"``).
-    With ``use_nvcc`` and an available nvcc, ptxas resources and the theoretical occupancy are
-    added. Raises :class:`KernelNotFoundError` for a missing kernel and ``LaunchConfigError``
+    allocations; an int for a pointer parameter is its byte address, used only by
+    pointer-to-integer casts such as alignment tests); ``defines`` acts like ``-D`` (also passed
+    to nvcc); ``template_args`` gives template parameters of a template kernel (numbers, or type
+    names such as ``"float"``). With ``use_nvcc`` and an available nvcc, ptxas resources and the
+    theoretical occupancy are added. Raises :class:`KernelNotFoundError` for a missing kernel and ``LaunchConfigError``
     for an invalid launch; everything else that cannot be determined is reported in
     ``unknowns``.
     """

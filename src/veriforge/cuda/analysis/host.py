@@ -22,6 +22,7 @@ occupancy calculator for its architecture).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,10 +33,13 @@ __all__ = ["HostLaunch", "HostRun", "HostUnknownError", "host_launches"]
 
 MAX_STEPS = 200_000
 MAX_LAUNCHES = 4096
+HOST_LOOP_STEPS = 20_000
+_LIBRARY = re.compile(r"\b(cub|thrust|cublas\w*|cublasLt\w*|cudnn\w*|cufft\w*|curand\w*|cusparse\w*|cutlass)\b")
 MAX_DEPTH = 32
 
 _INT_TYPES = ("int", "unsigned", "size_t", "long", "short", "char", "bool", "int8_t", "int16_t", "int32_t",
-              "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "ptrdiff_t", "ssize_t", "cudaError_t")
+              "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "ptrdiff_t", "uintptr_t", "intptr_t",
+              "ssize_t", "cudaError_t")
 _FLOAT_TYPES = ("float", "double")
 _SIZEOF = {"float": 4, "double": 8, "int": 4, "unsigned": 4, "unsigned int": 4, "short": 2, "char": 1,
            "unsigned char": 1, "long": 8, "long long": 8, "size_t": 8, "half": 2, "__half": 2, "bool": 1,
@@ -43,7 +47,8 @@ _SIZEOF = {"float": 4, "double": 8, "int": 4, "unsigned": 4, "unsigned int": 4, 
            "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
            "int64_t": 8, "uint64_t": 8, "unsigned long long": 8, "half2": 4, "__half2": 4}
 _HARMLESS = {"printf", "fprintf", "puts", "assert", "cudaDeviceSynchronize", "cudaStreamSynchronize",
-             "cudaGetLastError", "cudaPeekAtLastError", "cudaFree", "cudaFreeAsync", "free", "memset", "memcpy"}
+             "cudaGetLastError", "cudaPeekAtLastError", "cudaFree", "cudaFreeAsync", "free", "malloc", "memset",
+             "memcpy"}
 
 
 class HostUnknownError(AnalysisError):
@@ -110,6 +115,7 @@ class HostLaunch:
     args: tuple[Any, ...]  # evaluated argument values; None where unknown (pointers, device data)
     template_args: tuple[Any, ...]  # ints for value arguments, type names as strings
     line: int
+    addresses: tuple[int | None, ...] = ()  # synthetic byte address of each pointer argument, else None
 
 
 @dataclass
@@ -225,7 +231,7 @@ def _launching(node: Any, parsed: ParsedSource, seen: frozenset[str] = frozenset
         if n.type == "call_expression":
             fn = n.child_by_field_name("function")
             name = _callee_name(fn) if fn is not None else ""
-            if name.startswith("cudaLaunch"):
+            if name.startswith(("cudaLaunch", "cudaGraphLaunch")) or _LIBRARY.search(node_text(fn)):
                 return True
             for f in parsed.functions.get(name, []):
                 if not f.is_kernel and name not in seen and f.body is not None and _launching(
@@ -498,14 +504,23 @@ class _Interpreter:
                                    f"statically: {exc}") from None
 
     def _for(self, node: Any) -> None:
-        if not _launching(node, self.parsed):
-            written = _written(node)
-            try:
-                self._for_run(node)
-            except HostUnknownError as exc:
-                self.forget(written, exc.root)
+        self._loop(node, lambda: self._for_run(node))
+
+    def _loop(self, node: Any, run: Any) -> None:
+        """A loop that launches nothing (a host-side fill, a search) may be skipped: if it cannot be
+        interpreted within :data:`HOST_LOOP_STEPS` steps, only the variables it writes become unknown."""
+        if _launching(node, self.parsed):
+            run()
             return
-        self._for_run(node)
+        steps, limit = self.run.steps, self.max_steps
+        self.max_steps = min(limit, steps + HOST_LOOP_STEPS)
+        try:
+            run()
+        except HostUnknownError as exc:
+            self.run.steps = steps
+            self.forget(_written(node), exc.root)
+        finally:
+            self.max_steps = limit
 
     def _for_run(self, node: Any) -> None:
         self.scopes.append({})
@@ -531,6 +546,9 @@ class _Interpreter:
             self.scopes.pop()
 
     def _while(self, node: Any, do: bool) -> None:
+        self._loop(node, lambda: self._while_run(node, do))
+
+    def _while_run(self, node: Any, do: bool) -> None:
         body = node.child_by_field_name("body")
         first = True
         while (do and first) or self._loop_cond(node, node):
@@ -545,10 +563,17 @@ class _Interpreter:
 
     # ----- expressions ----------------------------------------------------------------------------------
     def eval(self, node: Any) -> Any:
+        try:
+            return self._eval(node)
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError, AttributeError, KeyError) as exc:
+            raise HostUnknownError(f"line {int(node.start_point[0]) + 1}: cannot evaluate `{node_text(node)}`: "
+                                   f"{type(exc).__name__}") from None
+
+    def _eval(self, node: Any) -> Any:
         t = node.type
         if t == "number_literal":
             return _number(node_text(node))
-        if t == "identifier":
+        if t in ("identifier", "type_identifier"):  # a template argument `k<B>` parses B as a type
             return self.lookup(node_text(node))
         if t in ("true", "false", "null", "nullptr"):
             return 1 if t == "true" else 0
@@ -596,7 +621,8 @@ class _Interpreter:
             target = node.child_by_field_name("argument")
             name = node_text(target)
             old = self.lookup(name)
-            new = old + (1 if "++" in node_text(node) else -1)
+            step = 1 if "++" in node_text(node) else -1
+            new = old.offset(step) if isinstance(old, Pointer) else old + step
             self.assign(name, new)
             return new if node_text(node).startswith(("++", "--")) else old
         if t == "comma_expression":
@@ -638,7 +664,9 @@ class _Interpreter:
             raise HostUnknownError(f"cannot assign to `{node_text(left)}`")
         name = node_text(left)
         if op != "=":
-            value = _BINOPS[op[:-1]](self.lookup(name), value)
+            old = self.lookup(name)
+            value = (_pointer_op(op[:-1], old, value) if isinstance(old, Pointer) or isinstance(value, Pointer)
+                     else _BINOPS[op[:-1]](old, value))
         if isinstance(value, Dim3):
             value = value.copy()
         self.assign(name, value)
@@ -660,6 +688,8 @@ class _Interpreter:
         if name in ("reinterpret_cast", "static_cast", "const_cast") and fn.type == "template_function" and args:
             targs = fn.child_by_field_name("arguments")
             return self._cast(self.eval(args[0]), node_text(targs)[1:-1])
+        if name == "dim3" and len(args) <= 3:
+            return Dim3(*[int(self.eval(a)) for a in args])
         if name in _MATH2 and len(args) == 2:
             return _MATH2[name](self.eval(args[0]), self.eval(args[1]))
         if name in _MATH1 and len(args) == 1:
@@ -677,6 +707,11 @@ class _Interpreter:
         defs = [f for f in self.parsed.functions.get(name, []) if not f.is_kernel and f.body is not None]
         if defs:
             return self._inline(defs, fn, args)
+        if name.startswith(("cudaLaunch", "cudaGraphLaunch")) or _LIBRARY.search(node_text(fn)):
+            raise HostUnknownError(f"line {self.line}: `{node_text(fn)}` launches GPU work this reading does not "
+                                   "price (only <<<...>>> launches are interpreted)")
+        if name.startswith(("cudaMemset", "cudaMemcpy")):
+            self._assume(f"{name} is not priced (only kernel launches are)")
         if name in _HARMLESS or name.startswith("cuda"):
             for a in args:  # what a runtime call writes through a pointer is device-side data we do not know
                 if a.type == "pointer_expression" and node_text(a).startswith("&"):
@@ -709,6 +744,7 @@ class _Interpreter:
             self.assign(self._out_arg(args[0]), Pointer(self.next_alloc, 1, None, self.next_alloc))
             return 0
         if name in ("cudaMemcpy", "cudaMemcpyAsync") and len(args) >= 3:
+            self._assume(f"{name} is not priced (only kernel launches are)")
             return self._memcpy(args)
         if name == "cudaGetDevice" and args:
             self.assign(self._out_arg(args[0]), 0)
@@ -817,16 +853,17 @@ class _Interpreter:
             tvals = tuple(self._template_values(fn))
         except HostUnknownError as exc:
             raise HostUnknownError(f"line {line}: launch configuration of {kernel}: {exc}") from None
-        values = []
+        values, addresses = [], []
         for a in args:
             try:
                 v = self.eval(a)
-                values.append(v if isinstance(v, int | float) else None)
             except HostUnknownError:
-                values.append(None)
+                v = None
+            values.append(v if isinstance(v, int | float) else None)
+            addresses.append(v.addr if isinstance(v, Pointer) else None)
         if len(self.run.launches) >= self.max_launches:
             raise HostUnknownError(f"more than {self.max_launches} kernel launches")
-        self.run.launches.append(HostLaunch(kernel, grid, block, smem, tuple(values), tvals, line))
+        self.run.launches.append(HostLaunch(kernel, grid, block, smem, tuple(values), tvals, line, tuple(addresses)))
         return 0
 
     @staticmethod

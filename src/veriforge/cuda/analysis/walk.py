@@ -266,6 +266,9 @@ class Walker:
         self.lanes = lanes
         self.shape = lanes.shape
         self.params = params
+        # byte address of a pointer parameter, when the caller knows it (``params[name] = int``); only
+        # pointer-to-integer casts use it (alignment peeling such as `((uintptr_t)p >> 2) & 3`)
+        self.pointer_addr: dict[str, int] = {}
         self.macros = dict(parsed.macros)
         for name, value in (defines or {}).items():
             from veriforge.cuda.analysis.parse import Macro
@@ -423,6 +426,9 @@ class Walker:
             if p.is_pointer:
                 el = self.elem(p.type_text)
                 ptr = Ptr("global", p.name, np.asarray(0.0), el, (), p.const and p.restrict, p.restrict)
+                addr = self.params.get(p.name)
+                if isinstance(addr, int | np.integer) and not isinstance(addr, bool):
+                    self.pointer_addr[p.name] = int(addr)
                 self.declare(p.name, Value(None, False, frozenset({"param"}), None, ptr), False)
                 continue
             el = self.elem(p.type_text)
@@ -1296,6 +1302,9 @@ class Walker:
             return replace(v, ptr=replace(v.ptr, elem=el, dims=(), read_only=v.ptr.read_only and "const" in type_text))
         el = self.elem(type_text)
         if v.ptr is not None:
+            addr = self.pointer_addr.get(v.ptr.base) if v.ptr.space == "global" else None
+            if addr is not None and v.ptr.offset is not None and el.size is not None and not el.is_float:
+                return Value(np.asarray(v.ptr.offset, dtype=np.float64) + float(addr), False, v.deps)
             return ev.unknown(f"pointer cast to `{type_text}`", v.deps)
         if el.size is None:
             return replace(v, arr=None, reason=v.reason or f"cast to `{type_text}`")

@@ -60,7 +60,8 @@ def estimate_launches(source: str, entry: str, scalars: dict[str, Any], gpu: str
     assumptions = list(run.assumptions)
     if not run.launches:
         assumptions.append(f"{entry}() launches no kernel for these arguments: no GPU time")
-    distinct = {(ln.kernel, ln.grid, ln.block, ln.smem, ln.args, ln.template_args) for ln in run.launches}
+    distinct = {(ln.kernel, ln.grid, ln.block, ln.smem, ln.args, ln.template_args, ln.addresses)
+                for ln in run.launches}
     if len(distinct) > MAX_DISTINCT_LAUNCHES:
         raise _Unknown(f"{len(run.launches)} launches with {len(distinct)} distinct configurations "
                        f"(more than {MAX_DISTINCT_LAUNCHES} are not analysed)")
@@ -68,7 +69,7 @@ def estimate_launches(source: str, entry: str, scalars: dict[str, Any], gpu: str
     kernels = {ln.kernel for ln in run.launches}
     featured: set[str] = set()
     for ln in run.launches:
-        key = (ln.kernel, ln.grid, ln.block, ln.smem, ln.args, ln.template_args)
+        key = (ln.kernel, ln.grid, ln.block, ln.smem, ln.args, ln.template_args, ln.addresses)
         if key not in cache:
             try:
                 kdef = find_kernel(parsed, ln.kernel)
@@ -76,6 +77,9 @@ def estimate_launches(source: str, entry: str, scalars: dict[str, Any], gpu: str
                 raise _Unknown(f"line {ln.line}: {exc}") from None
             params = {p.name: v for p, v in zip(kdef.params, ln.args, strict=False)
                       if not p.is_pointer and v is not None}
+            # pointer arguments' synthetic addresses: kernel-side alignment tests resolve like the host's
+            params.update({p.name: a for p, a in zip(kdef.params, ln.addresses, strict=False)
+                           if p.is_pointer and a is not None})
             try:
                 rep = analysis.analyze(source, kernel=ln.kernel, grid=ln.grid, block=ln.block, params=params,
                                        dynamic_smem=ln.smem, template_args=_template_map(kdef, ln.template_args))
@@ -107,6 +111,8 @@ def estimate_launches(source: str, entry: str, scalars: dict[str, Any], gpu: str
 def estimate_c(spec: TaskSpec, source: str, cases: list[CCase], gpu: str = DEFAULT_GPU
                ) -> tuple[list[Measurement], dict[str, Any], list[str]]:
     """Estimated time per configuration; returns (measurements, features, notes on unknowns)."""
+    from veriforge.cuda import costmodel
+
     measurements: list[Measurement] = []
     features: dict[str, Any] = {}
     notes: list[str] = []
@@ -129,7 +135,7 @@ def estimate_c(spec: TaskSpec, source: str, cases: list[CCase], gpu: str = DEFAU
         if case.config == cases[-1].config:
             features.update(feats)
         measurements.append(Measurement(
-            name="time_s", value=total, unit="s", provenance="estimated", backend=f"costmodel:{gpu}",
+            name="time_s", value=total, unit="s", provenance="estimated", backend=f"{costmodel.MODEL_VERSION}:{gpu}",
             details={"config": case.config, "gpu": gpu, "launches": details, "assumptions": assumptions}))
     return measurements, features, notes
 
@@ -153,6 +159,10 @@ def _shape_value(expr: ast.AST, shapes: dict[str, tuple[int, ...]], env: dict[st
         if expr.id in env:
             return env[expr.id]
         raise _Unknown(f"`{expr.id}` is not known")
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        if f"self.{expr.attr}" in env:
+            return env[f"self.{expr.attr}"]
+        raise _Unknown(f"`self.{expr.attr}` is not known")
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
         base = expr.func.value
         if isinstance(base, ast.Name) and base.id in shapes:
@@ -185,19 +195,51 @@ def _shape_value(expr: ast.AST, shapes: dict[str, tuple[int, ...]], env: dict[st
     raise _Unknown(f"`{ast.unparse(expr)}` in forward() is not evaluated")
 
 
-def _forward_calls(module_text: str, inputs: list[tuple[int, ...]]) -> list[tuple[str, dict[int, Any]]]:
+def _init_attributes(init: ast.FunctionDef | None, init_inputs: list[Any]) -> dict[str, Any]:
+    """``self.x = <number or __init__ argument>`` assignments of ``ModelNew.__init__`` for the given inputs."""
+    if init is None:
+        return {}
+    args = init.args.args[1:]
+    defaults = dict(zip([a.arg for a in args[len(args) - len(init.args.defaults):]], init.args.defaults,
+                        strict=True))
+    env: dict[str, Any] = {}
+    for i, a in enumerate(args):
+        if i < len(init_inputs) and isinstance(init_inputs[i], int | float):
+            env[a.arg] = init_inputs[i]
+        elif a.arg in defaults and isinstance(defaults[a.arg], ast.Constant):
+            env[a.arg] = defaults[a.arg].value
+    for stmt in init.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute)
+                and isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == "self"):
+            try:
+                env[f"self.{stmt.targets[0].attr}"] = _shape_value(stmt.value, {}, env)
+            except _Unknown:
+                pass
+    return env
+
+
+def _forward_calls(module_text: str, inputs: list[tuple[int, ...]], init_inputs: list[Any]
+                   ) -> list[tuple[str, dict[int, Any]]]:
     """(launcher name, {argument index: value}) for each ``_ext.fn(...)`` call in ``ModelNew.forward``."""
     tree = ast.parse(module_text)
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
-    fwd = next((n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef) and n.name == "forward"),
-               None)
+    methods = {n.name: n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef)}
+    fwd = methods.get("forward")
     if fwd is None:
         raise _Unknown("no ModelNew.forward")
     names = [a.arg for a in fwd.args.args[1:]]
     shapes = dict(zip(names, inputs, strict=False))
-    env: dict[str, Any] = {}
+    env: dict[str, Any] = _init_attributes(methods.get("__init__"), init_inputs)
     calls = []
     for stmt in fwd.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple)
+                and isinstance(stmt.value, ast.Attribute) and stmt.value.attr == "shape"
+                and isinstance(stmt.value.value, ast.Name) and stmt.value.value.id in shapes):
+            shape = shapes[stmt.value.value.id]
+            for t, dim in zip(stmt.targets[0].elts, shape, strict=False):
+                if isinstance(t, ast.Name):
+                    env[t.id] = dim
+            continue
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             tgt, val = stmt.targets[0].id, stmt.value
             if (isinstance(val, ast.Call) and isinstance(val.func, ast.Attribute)
@@ -240,9 +282,9 @@ def estimate_torch_impl(spec: TaskSpec, path: Path, gpu: str = DEFAULT_GPU) -> t
     parsed = parse_source(source)
     for cfg in spec.configs:
         try:
-            inputs = _config_shapes(spec, cfg)
+            inputs, init_inputs = _config_inputs(spec, cfg)
             total = 0.0
-            for launcher, values in _forward_calls(text, inputs):
+            for launcher, values in _forward_calls(text, inputs, init_inputs):
                 fdefs = [f for f in parsed.functions.get(launcher, []) if not f.is_kernel]
                 if not fdefs:
                     raise _Unknown(f"launcher {launcher}() not found in the CUDA source")
@@ -258,10 +300,12 @@ def estimate_torch_impl(spec: TaskSpec, path: Path, gpu: str = DEFAULT_GPU) -> t
     return times, notes, launches
 
 
-def _config_shapes(spec: TaskSpec, cfg: Any) -> list[tuple[int, ...]]:
-    """Input tensor shapes of a torch2cuda config: the reference's ``get_inputs()`` with the config's values."""
+def _config_inputs(spec: TaskSpec, cfg: Any) -> tuple[list[tuple[int, ...]], list[Any]]:
+    """Input tensor shapes and init inputs of a torch2cuda config: the reference's ``get_inputs()`` and
+    ``get_init_inputs()`` with the config's values."""
     from veriforge.cuda.tasks.reference import load_torch_reference
 
     assert spec.folder is not None
     ref = load_torch_reference((spec.folder / "reference.py").read_text(), cfg.variables, name=f"vf_est_{cfg.name}")
-    return [tuple(int(d) for d in getattr(v, "shape", ())) for v in ref.get_inputs()]
+    shapes = [tuple(int(d) for d in getattr(v, "shape", ())) for v in ref.get_inputs()]
+    return shapes, list(ref.get_init_inputs())
