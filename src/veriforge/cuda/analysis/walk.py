@@ -1503,21 +1503,10 @@ class Walker:
         if p.space == "unknown":
             acc.unknown = acc.unknown or (p.reason or "pointer not traced")
             return
-        if not ctx.mask.any():
+        addr = self._lane_addresses(acc, ctx, p)
+        if addr is None:
             return
-        if ctx.count_unknown is not None:
-            acc.count_unknown = acc.count_unknown or ctx.count_unknown
-        if p.offset is None:
-            acc.unknown = acc.unknown or f"address not determined: {p.reason or 'unknown offset'}"
-            return
-        size = p.elem.size
-        if size is None:
-            return
-        addr = np.broadcast_to(p.offset, self.shape)
-        if np.isnan(addr[ctx.mask]).any():
-            acc.unknown = acc.unknown or "address not determined on every lane"
-            return
-        sec, useful = memory.sectors_per_warp(addr, size, ctx.mask)
+        sec, useful = memory.sectors_per_warp(addr, p.elem.size, ctx.mask)
         active = ctx.mask.any(axis=1)
         acc.requests += float(ctx.mult[active].sum())
         acc.sectors += float((ctx.mult * sec).sum())
@@ -1525,26 +1514,34 @@ class Walker:
         if acc.first_warp is None and active[0]:
             acc.first_warp = int(sec[0])
 
+    def _lane_addresses(self, acc: Any, ctx: Ctx, p: Ptr) -> np.ndarray | None:
+        """Per-lane byte addresses of an access by the active lanes, or None when there is nothing
+        to count (no active lane, unknown element size) or the address is not determined — then the
+        reason is recorded on ``acc`` (global and shared accesses share these rules)."""
+        if not ctx.mask.any():
+            return None
+        if ctx.count_unknown is not None:
+            acc.count_unknown = acc.count_unknown or ctx.count_unknown
+        if p.offset is None:
+            acc.unknown = acc.unknown or f"address not determined: {p.reason or 'unknown offset'}"
+            return None
+        if p.elem.size is None:
+            return None
+        addr = np.broadcast_to(p.offset, self.shape)
+        if np.isnan(addr[ctx.mask]).any():
+            acc.unknown = acc.unknown or "address not determined on every lane"
+            return None
+        return addr
+
     def _record_shared(self, node: Any, ctx: Ctx, kind: str, p: Ptr, text: str) -> None:
         key = (*self.key(node), kind)
         acc = self.shared_acc.get(key)
         if acc is None:
             acc = self.shared_acc[key] = SharedAcc(self.line(node), kind, p.base, p.elem, text)
-        if not ctx.mask.any():
+        addr = self._lane_addresses(acc, ctx, p)
+        if addr is None:
             return
-        if ctx.count_unknown is not None:
-            acc.count_unknown = acc.count_unknown or ctx.count_unknown
-        if p.offset is None:
-            acc.unknown = acc.unknown or f"address not determined: {p.reason or 'unknown offset'}"
-            return
-        size = p.elem.size
-        if size is None:
-            return
-        addr = np.broadcast_to(p.offset, self.shape)
-        if np.isnan(addr[ctx.mask]).any():
-            acc.unknown = acc.unknown or "address not determined on every lane"
-            return
-        ways, waves = memory.bank_ways(addr, size, ctx.mask)
+        ways, waves = memory.bank_ways(addr, p.elem.size, ctx.mask)
         active = ctx.mask.any(axis=1)
         acc.requests += float(ctx.mult[active].sum())
         acc.wavefronts += float((ctx.mult * waves).sum())
