@@ -36,20 +36,14 @@ def tiny_model_dir(tmp_path_factory):
 
 def _build_tiny_model(path):
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from transformers import Qwen2ForCausalLM
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
+    from veriforge.llm.testing import tiny_qwen2_config, tiny_tokenizer
+
     # Only the characters of the (ASCII) sentences: every token decodes to printable text.
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>", "<|pad|>"])
-    tok.train_from_iterator(SENTENCES, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|pad|>")
+    fast = tiny_tokenizer(SENTENCES, vocab_size=300)
     torch.manual_seed(0)
-    config = Qwen2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-                         intermediate_size=64, vocab_size=len(fast), max_position_embeddings=512,
-                         eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, bos_token_id=None)
+    config = tiny_qwen2_config(fast)
     model = Qwen2ForCausalLM(config)
     model.save_pretrained(path)
     fast.save_pretrained(path)

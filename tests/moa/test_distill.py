@@ -81,33 +81,13 @@ def _scripted_teacher():
 def _tiny_reviewer(texts: list[str], seed: int = 0) -> RewardReviewer:
     """Byte-level BPE trained on the texts in ms + a random 2-layer Qwen2 with a 1-output head."""
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForSequenceClassification
+    from transformers import Qwen2ForSequenceClassification
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(
-        texts,
-        trainers.BpeTrainer(
-            vocab_size=400,
-            special_tokens=["<pad>", "<eos>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
-    )
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
+    from veriforge.llm.testing import tiny_qwen2_config, tiny_tokenizer
+
+    fast = tiny_tokenizer(texts, vocab_size=400, full_byte_alphabet=True)
     torch.manual_seed(seed)
-    config = Qwen2Config(
-        vocab_size=len(fast),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        intermediate_size=64,
-        num_labels=1,
-        pad_token_id=fast.pad_token_id,
-        eos_token_id=fast.eos_token_id,
-    )
+    config = tiny_qwen2_config(fast, num_labels=1)
     return RewardReviewer(Qwen2ForSequenceClassification(config), fast, max_length=256)
 
 

@@ -314,3 +314,41 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, {"error": {"message": f"reply script failed: {exc!r}", "type": "script"}})
             return
         self._send(200, payload)
+
+
+# ------------------------------------------------------------------------------------------------
+# Tiny random models: real transformers/TRL code paths on the CPU in seconds, with nothing
+# downloaded (no tokenizer ships inside a PyPI package, so one is trained on the spot).
+
+TINY_EOS = "<|endoftext|>"
+TINY_PAD = "<|pad|>"
+
+
+def tiny_tokenizer(texts: Sequence[str], *, vocab_size: int = 400, full_byte_alphabet: bool = False) -> Any:
+    """A byte-level BPE ``PreTrainedTokenizerFast`` trained on ``texts`` in milliseconds.
+
+    With ``full_byte_alphabet`` every byte is a token (any text encodes); without it the vocabulary
+    holds only the characters of ``texts``, so every token decodes to printable text.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    extra = {"initial_alphabet": pre_tokenizers.ByteLevel.alphabet()} if full_byte_alphabet else {}
+    tok.train_from_iterator(list(texts), trainers.BpeTrainer(vocab_size=vocab_size,
+                                                              special_tokens=[TINY_EOS, TINY_PAD], **extra))
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=TINY_EOS, pad_token=TINY_PAD)
+
+
+def tiny_qwen2_config(tokenizer: Any, **overrides: Any) -> Any:
+    """A random 2-layer, 32-wide ``Qwen2Config`` sized to ``tokenizer`` (``overrides`` win)."""
+    from transformers import Qwen2Config
+
+    params: dict[str, Any] = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                                  intermediate_size=64, vocab_size=len(tokenizer), max_position_embeddings=512,
+                                  eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                                  bos_token_id=None)
+    params.update(overrides)
+    return Qwen2Config(**params)
