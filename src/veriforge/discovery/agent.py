@@ -16,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from veriforge.core.hashing import content_hash
 from veriforge.core.types import Trajectory
+from veriforge.llm.accounting import Totals
 
 if TYPE_CHECKING:
     from veriforge.discovery.env import D3Env
@@ -53,24 +53,6 @@ def extract_program(text: str) -> str | None:
         if chosen:
             return chosen[-1].strip("\n") + "\n"
     return None
-
-
-@dataclass
-class _Spend:
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_calls: int = 0
-
-    def add(self, resp: Any) -> None:
-        self.calls += 1
-        self.prompt_tokens += resp.usage.prompt_tokens
-        self.completion_tokens += resp.usage.completion_tokens
-        if resp.cost_usd is None:
-            self.unpriced_calls += 1
-        else:
-            self.cost_usd += resp.cost_usd
 
 
 class BaselineAgent:
@@ -127,7 +109,7 @@ class BaselineAgent:
             {"role": "system", "content": self.system_prompt},
             {"role": "user", "content": obs["text"]},
         ]
-        spend = _Spend()
+        spend = Totals()
         last_info: dict[str, Any] | None = None
         reward, attempts, programs_run = 0.0, 0, 0
         infra, infra_reason = False, ""
@@ -145,7 +127,7 @@ class BaselineAgent:
             except LLMError as exc:
                 infra, infra_reason = True, f"model call failed: {exc}"
                 break
-            spend.add(resp)
+            spend.add_response(resp)
             text = resp.text
             program = extract_program(text)
             traj.add(
@@ -214,7 +196,7 @@ class BaselineAgent:
             "llm_calls": spend.calls,
             "prompt_tokens": spend.prompt_tokens,
             "completion_tokens": spend.completion_tokens,
-            "cost_usd": None if spend.unpriced_calls else round(spend.cost_usd, 8),
+            "cost_usd": None if spend.cost_usd is None else round(spend.cost_usd, 8),
             "unpriced_calls": spend.unpriced_calls,
             "env_s": round(env_s, 3),
             "wall_s": round(time.perf_counter() - t0, 3),

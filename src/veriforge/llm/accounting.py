@@ -87,6 +87,24 @@ class Totals:
         """Total spend, or ``None`` if any call used tokens of a model without a price."""
         return None if self.unpriced_calls else self.priced_cost_usd
 
+    def add(self, *, usage: Usage, cost: float | None, samples: int, cached: int) -> None:
+        """Book one successful call (not thread-safe by itself; :class:`Accountant` locks)."""
+        self.calls += 1
+        self.samples += samples
+        self.cached_samples += cached
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        if cost is None:
+            self.unpriced_calls += 1
+        else:
+            self.priced_cost_usd += cost
+
+    def add_response(self, response: Any) -> None:
+        """Book one :class:`~veriforge.llm.types.ChatResponse` (for callers keeping their own tally,
+        e.g. one run's or one role's spend on a shared client)."""
+        self.add(usage=response.usage, cost=response.cost_usd, samples=len(response.completions),
+                 cached=sum(response.cached))
+
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "total_tokens": self.total_tokens, "cost_usd": self.cost_usd}
 
@@ -101,16 +119,7 @@ class Accountant:
 
     def record(self, *, usage: Usage, cost: float | None, samples: int, cached: int) -> None:
         with self._lock:
-            t = self.totals
-            t.calls += 1
-            t.samples += samples
-            t.cached_samples += cached
-            t.prompt_tokens += usage.prompt_tokens
-            t.completion_tokens += usage.completion_tokens
-            if cost is None:
-                t.unpriced_calls += 1
-            else:
-                t.priced_cost_usd += cost
+            self.totals.add(usage=usage, cost=cost, samples=samples, cached=cached)
 
     def record_failure(self) -> None:
         with self._lock:

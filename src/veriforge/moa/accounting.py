@@ -13,46 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from veriforge.llm.accounting import Totals
 from veriforge.llm.types import ChatResponse
 
 __all__ = ["MeteredClient", "RoleAccount", "RunAccount"]
 
 
-@dataclass
-class RoleAccount:
-    """What one role spent: calls, samples, tokens, cost (``None`` if any call was unpriced)."""
-
-    calls: int = 0
-    samples: int = 0
-    cached_samples: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    priced_cost_usd: float = 0.0
-    unpriced_calls: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    @property
-    def cost_usd(self) -> float | None:
-        return None if self.unpriced_calls else self.priced_cost_usd
-
-    def add(self, response: ChatResponse) -> None:
-        self.calls += 1
-        self.samples += len(response.completions)
-        self.cached_samples += sum(response.cached)
-        self.prompt_tokens += response.usage.prompt_tokens
-        self.completion_tokens += response.usage.completion_tokens
-        if response.cost_usd is None:
-            self.unpriced_calls += 1
-        else:
-            self.priced_cost_usd += response.cost_usd
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls, "samples": self.samples, "cached_samples": self.cached_samples,
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": self.total_tokens, "cost_usd": self.cost_usd}
+#: What one role spent: the client's own running-totals type, booked per response.
+RoleAccount = Totals
 
 
 @dataclass
@@ -62,7 +30,7 @@ class RunAccount:
     roles: dict[str, RoleAccount] = field(default_factory=dict)
 
     def add(self, role: str, response: ChatResponse) -> None:
-        self.roles.setdefault(role, RoleAccount()).add(response)
+        self.roles.setdefault(role, RoleAccount()).add_response(response)
 
     @property
     def total_tokens(self) -> int:
