@@ -168,8 +168,10 @@ class ModelProposer:
             self._skip(node_id, reason)
         parent_source = _source_of(node.state)
         parent_hash = getattr(node.state, "hash", None)
+        # A model edit answers the whole diagnosis it was shown, so it starts level with the built-in
+        # restructuring edits (2 + severities) rather than below them with the small tuning moves.
         base = self.prior if self.prior is not None else \
-            1.0 + sum(float(f.get("severity") or 0.0) for f in evidence["findings"])
+            2.0 + sum(float(f.get("severity") or 0.0) for f in evidence["findings"])
         edits: list[Edit[Candidate]] = []
         seen: set[str] = set()
         for pe in parsed:

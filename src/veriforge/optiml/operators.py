@@ -26,6 +26,7 @@ that an edit is correct: the verifier does, and a wrong edit is rejected there.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -53,7 +54,10 @@ __all__ = [
     "propose_edits",
 ]
 
-OPERATORS = ("tune", "unroll", "restrict", "launch_bounds")
+OPERATORS = ("tune", "unroll", "restrict", "launch_bounds", "vectorize", "swap_axes", "block_shape", "rows",
+             "stage_shared")
+
+_log = logging.getLogger(__name__)
 
 TUNING_NAME = re.compile(
     r"(?i)(block|tile|thread|tpb|warps_?per|items|per_?thread|unroll|chunk|coarsen|work|"
@@ -561,24 +565,51 @@ def launch_bounds_edits(source: str, findings: Sequence[Any] = ()) -> list[EditP
     return out
 
 
+def _restructuring(module: str, func: str) -> Any:
+    """A restructuring operator from its own module, imported on first use (those modules import this one)."""
+
+    def edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
+        import importlib
+
+        return getattr(importlib.import_module(f"veriforge.optiml.{module}"), func)(source, findings)
+
+    edits.__name__ = func
+    return edits
+
+
 _OPERATOR_FUNCS = {
     "tune": tune_edits,
     "unroll": unroll_edits,
     "restrict": restrict_edits,
     "launch_bounds": launch_bounds_edits,
+    "vectorize": _restructuring("ops_vectorize", "vectorize_edits"),
+    "swap_axes": _restructuring("ops_layout", "swap_axes_edits"),
+    "block_shape": _restructuring("ops_layout", "block_shape_edits"),
+    "rows": _restructuring("ops_rows", "rows_edits"),
+    "stage_shared": _restructuring("ops_stage", "stage_shared_edits"),
 }
 
 
 def propose_edits(source: str, findings: Sequence[Any] = (), operators: Sequence[str] = OPERATORS
                   ) -> list[EditProposal]:
-    """Every built-in edit of ``source`` (deduplicated by resulting text, original excluded)."""
+    """Every built-in edit of ``source`` (deduplicated by resulting text, original excluded).
+
+    An operator that fails on a source it does not understand costs only its own edits: the error
+    is logged and the other operators still propose (a search must not die on one pattern reader).
+    """
     unknown = set(operators) - set(_OPERATOR_FUNCS)
     if unknown:
         raise ValueError(f"unknown operators {sorted(unknown)}; known: {', '.join(OPERATORS)}")
     seen = {source}
     out = []
     for name in operators:
-        for edit in _OPERATOR_FUNCS[name](source, findings):
+        try:
+            edits = _OPERATOR_FUNCS[name](source, findings)
+        except Exception as exc:  # one operator's parse failure must not end the search
+            _log.warning("operator %s failed on this source (%s: %s); its edits are skipped",
+                         name, type(exc).__name__, exc)
+            continue
+        for edit in edits:
             if edit.source not in seen:
                 seen.add(edit.source)
                 out.append(edit)

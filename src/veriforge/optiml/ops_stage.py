@@ -1,0 +1,1324 @@
+"""The ``stage_shared`` operator: stage a stencil's input window in shared memory.
+
+Why: a stencil kernel reads every input element once per neighbour that uses it (seven times for a
+radius-3 1-D stencil, five for a 5-point Jacobi sweep). Each of those is a global-memory request;
+L1 absorbs part of it on real GPUs, and the cost model charges all of it. The standard fix, and what
+the bundled ``shared_halo`` implementations do, is to load each block's input window (its own
+elements plus a halo) into shared memory once, cooperatively, and read the neighbours from there.
+
+The transformation, for one ``__global__`` kernel and one read-only input pointer ``X``:
+
+* 1-D: every ``X[idx]`` has ``idx = gx + d`` with ``gx = blockIdx.x * blockDim.x + threadIdx.x`` and
+  ``d`` an offset bounded by compile-time constants ``[lo, hi]`` (constants, constant-trip ``for``
+  loop variables, and immutable local aliases such as ``int j = i + k;`` are resolved by a small
+  symbolic polynomial normaliser). The kernel's prologue gains a shared tile of ``blockDim.x + hi - lo``
+  elements, ``tile[t] = X[blockStart + lo + t]`` loaded by a block-stride loop (0 outside the valid
+  range), and a ``__syncthreads()``; each ``X[idx]`` becomes ``tile[threadIdx.x + d - lo]``.
+* 2-D / 3-D: every ``X[idx]`` normalises to ``(gy + dy) * W + (gx + dx)`` (``+ (gz + dz) * W * H``)
+  with constant-bounded offsets and one row stride ``W`` (plane stride ``W * H``), e.g. ``in[i - nx]``
+  with ``i = r * nx + c``, ``img[rr * w + cc]`` with ``rr = r + dr``, or ``in[i - plane]`` with
+  ``plane = nx * ny``; the tile is ``(blockDim.x + hx - lx) x (blockDim.y + hy - ly) [x ...]``, flat.
+  A coordinate may use the launch's block-size constant instead of ``blockDim`` (``blockIdx.x * B``
+  with ``dim3 block(B, B, B)``): they are equal at run time, and tuning changes both together.
+* Small coefficient tables indexed only by constants and constant-trip loop variables (``w[k + 3]``,
+  ``filt[(dr + 1) * 3 + (dc + 1)]``) are staged too, when no condition but a thread's position (the
+  halo clipping ``j >= 0 && j < n``) decides *which* entries are read: then the whole constant index
+  range is what the kernel reads (for an interior thread), so loading it up front reads nothing new.
+  Each warp otherwise issues one global request per entry per thread.
+
+Why it is correct (preconditions, all checked; anything else yields no edit):
+
+* ``X`` is only ever read, as ``X[...]`` (never written, passed on, address-taken or named by a macro),
+  so staging the values before anything else runs cannot change what is read.
+* The valid range is the kernel's own domain: ``[0, N)`` (1-D) or ``[0, W) x [0, H) [x [0, D)]`` where
+  the kernel's guards bound the thread coordinates (``if (i >= n) return;``, ``if (r >= ny || c >= nx)``)
+  and ``W`` (``W * H``) is also the row (plane) stride. Every original access is *proven* inside that
+  domain from the conditions that dominate it (enclosing ``if``s, early returns, ``&&``/``?:`` operands,
+  including the ``r != 0`` of a ``r == 0 || ...`` boundary test), so every value the kernel reads is
+  staged with its true value; positions outside the domain hold a harmless 0 the kept guards never use.
+* Only immutable names are resolved: parameters never assigned, locals declared once and never
+  assigned, ``for`` variables changed only by their own ``++``; names declared twice are opaque.
+* The staging code sits at the very top of the kernel body and depends only on built-ins and
+  unmodified scalar parameters, so every thread of the block reaches the barrier (early returns come
+  after it). Kernels with existing ``__shared__`` memory, barriers or preprocessor lines are refused.
+* Tile extents use the runtime ``blockDim``; the static array is sized from the launch's block-size
+  constants when it uses them (``#define BLOCK 256``), else for the worst case of any legal block
+  (at most 1024 threads, z at most 64), so the ``tune`` operator may still change the block size or
+  shape later. Offsets must not depend on tunable constants (tuning would outgrow the halo).
+* The kernel has exactly one launch site; its block has as many dimensions as the indexing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from veriforge.optiml.operators import EditProposal, _findings, find_tunables
+from veriforge.optiml.source_scan import DIM3_DECL, Function, SourceScan, scan
+
+__all__ = ["stage_shared_edits"]
+
+OPERATOR = "stage_shared"
+MAX_THREADS = 1024
+MAX_STATIC_SMEM = 48 * 1024
+_MOTIVES = {"memory_bound", "uncoalesced_load", "low_dram_throughput"}
+_ELEM_TYPES = {"float": ("4", "0.0f"), "double": ("8", "0.0"), "int": ("4", "0"), "unsigned": ("4", "0u"),
+               "unsigned int": ("4", "0u")}
+_BUILTINS = {f"{b}.{a}" for b in ("blockIdx", "blockDim", "threadIdx") for a in "xyz"}
+_TYPE_WORDS = {"int", "float", "double", "unsigned", "signed", "long", "short", "char", "bool", "size_t",
+               "const", "volatile", "auto", "half", "__half", "uint32_t", "int32_t", "int64_t", "uint64_t",
+               "float2", "float4", "int2", "int4", "__restrict__"}
+
+
+class Refuse(Exception):
+    """The kernel is outside what this operator understands: no edit."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokens and a small C expression / statement parser (positions into the blanked text)
+
+
+@dataclass(frozen=True)
+class Tok:
+    kind: str  # id | num | op | pp
+    text: str
+    start: int
+    end: int
+
+
+_TOKEN = re.compile(
+    r"(?P<ws>\s+)|(?P<pp>#[^\n]*)"
+    r"|(?P<num>0[xX][0-9a-fA-F]+[uUlL]*|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[fFuUlL]*)"
+    r"|(?P<id>[A-Za-z_]\w*)"
+    r"|(?P<op><<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||\+=|-=|\*=|/=|%=|&=|\|=|\^=|::|[-+*/%<>=!~&|^?:;,.()\[\]{}])"
+)
+
+
+def _tokens(text: str, start: int, end: int) -> list[Tok]:
+    out: list[Tok] = []
+    pos = start
+    while pos < end:
+        m = _TOKEN.match(text, pos, end)
+        if not m:
+            raise Refuse(f"unexpected character {text[pos]!r}")
+        kind = m.lastgroup or "ws"
+        if kind != "ws":
+            out.append(Tok(kind, m.group(0), m.start(), m.end()))
+        pos = m.end()
+    return out
+
+
+@dataclass
+class Node:
+    kind: str  # num id member index call unary post bin tern assign cast
+    op: str = ""
+    kids: list[Node] = field(default_factory=list)
+    start: int = 0
+    end: int = 0
+    value: Any = None  # num: (int|float), id/member: name
+
+
+@dataclass
+class Stmt:
+    kind: str  # block if for decl expr return jump empty pp
+    kids: list[Stmt] = field(default_factory=list)
+    exprs: list[Node | None] = field(default_factory=list)
+    names: list[tuple[str, Node | None]] = field(default_factory=list)  # decl: (name, init)
+    type: str = ""
+    start: int = 0
+    end: int = 0
+
+
+_BIN_PREC = {"||": 4, "&&": 5, "|": 6, "^": 7, "&": 8, "==": 9, "!=": 9, "<": 10, "<=": 10, ">": 10, ">=": 10,
+             "<<": 11, ">>": 11, "+": 12, "-": 12, "*": 13, "/": 13, "%": 13}
+_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^="}
+
+
+class Parser:
+    def __init__(self, toks: list[Tok]) -> None:
+        self.toks = toks
+        self.i = 0
+
+    # -- helpers
+    def peek(self, k: int = 0) -> Tok | None:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else None
+
+    def at(self, text: str, k: int = 0) -> bool:
+        t = self.peek(k)
+        return t is not None and t.text == text and t.kind in ("op", "id")
+
+    def next(self) -> Tok:
+        t = self.peek()
+        if t is None:
+            raise Refuse("unexpected end of kernel")
+        self.i += 1
+        return t
+
+    def expect(self, text: str) -> Tok:
+        t = self.next()
+        if t.text != text:
+            raise Refuse(f"expected {text!r}, got {t.text!r}")
+        return t
+
+    # -- expressions
+    def expr(self, comma: bool = False) -> Node:
+        node = self.assign()
+        while comma and self.at(","):
+            self.next()
+            rhs = self.assign()
+            node = Node("comma", ",", [node, rhs], node.start, rhs.end)
+        return node
+
+    def assign(self) -> Node:
+        lhs = self.ternary()
+        t = self.peek()
+        if t is not None and t.kind == "op" and t.text in _ASSIGN:
+            self.next()
+            rhs = self.assign()
+            return Node("assign", t.text, [lhs, rhs], lhs.start, rhs.end)
+        return lhs
+
+    def ternary(self) -> Node:
+        cond = self.binary(4)
+        if self.at("?"):
+            self.next()
+            a = self.assign()
+            self.expect(":")
+            b = self.assign()
+            return Node("tern", "?", [cond, a, b], cond.start, b.end)
+        return cond
+
+    def binary(self, prec: int) -> Node:
+        lhs = self.unary()
+        while True:
+            t = self.peek()
+            if t is None or t.kind != "op" or _BIN_PREC.get(t.text, 0) < prec:
+                return lhs
+            self.next()
+            rhs = self.binary(_BIN_PREC[t.text] + 1)
+            lhs = Node("bin", t.text, [lhs, rhs], lhs.start, rhs.end)
+
+    def _is_cast(self) -> bool:
+        if not self.at("("):
+            return False
+        j = 1
+        seen = False
+        while True:
+            t = self.peek(j)
+            if t is None:
+                return False
+            if t.kind == "id" and t.text in _TYPE_WORDS:
+                seen = True
+            elif t.text == "*" and seen:
+                pass
+            elif t.text == ")":
+                return seen
+            else:
+                return False
+            j += 1
+
+    def unary(self) -> Node:
+        t = self.peek()
+        if t is None:
+            raise Refuse("unexpected end of expression")
+        if t.kind == "op" and t.text in ("-", "+", "!", "~", "*", "&", "++", "--"):
+            self.next()
+            operand = self.unary()
+            return Node("unary", t.text, [operand], t.start, operand.end)
+        if self._is_cast():
+            self.next()
+            words = []
+            while not self.at(")"):
+                words.append(self.next().text)
+            self.next()
+            operand = self.unary()
+            return Node("cast", " ".join(words), [operand], t.start, operand.end)
+        if t.kind == "id" and t.text == "sizeof":
+            raise Refuse("sizeof")
+        return self.postfix(self.primary())
+
+    def primary(self) -> Node:
+        t = self.next()
+        if t.kind == "num":
+            lit = t.text.rstrip("uUlL")
+            if re.fullmatch(r"\d+", lit):
+                return Node("num", start=t.start, end=t.end, value=int(lit))
+            if re.fullmatch(r"0[xX][0-9a-fA-F]+", lit):
+                return Node("num", start=t.start, end=t.end, value=int(lit, 16))
+            return Node("num", start=t.start, end=t.end, value=float(lit.rstrip("fF")))
+        if t.kind == "id":
+            if t.text in _TYPE_WORDS or t.text in ("static_cast", "reinterpret_cast", "new", "delete", "this"):
+                raise Refuse(f"unsupported expression at {t.text!r}")
+            return Node("id", start=t.start, end=t.end, value=t.text)
+        if t.text == "(":
+            inner = self.expr(comma=True)
+            close = self.expect(")")
+            return Node(inner.kind, inner.op, inner.kids, t.start, close.end, inner.value) if inner.kind != "num" \
+                else Node("num", start=t.start, end=close.end, value=inner.value)
+        raise Refuse(f"unexpected {t.text!r}")
+
+    def postfix(self, node: Node) -> Node:
+        while True:
+            t = self.peek()
+            if t is None or t.kind != "op":
+                return node
+            if t.text == "[":
+                self.next()
+                idx = self.expr(comma=True)
+                close = self.expect("]")
+                node = Node("index", kids=[node, idx], start=node.start, end=close.end)
+            elif t.text == "(":
+                self.next()
+                args: list[Node] = []
+                while not self.at(")"):
+                    args.append(self.assign())
+                    if self.at(","):
+                        self.next()
+                close = self.expect(")")
+                node = Node("call", kids=[node, *args], start=node.start, end=close.end)
+            elif t.text == ".":
+                self.next()
+                name = self.next()
+                if node.kind != "id" or name.kind != "id":
+                    raise Refuse("member access")
+                node = Node("member", start=node.start, end=name.end, value=f"{node.value}.{name.text}")
+            elif t.text in ("++", "--"):
+                self.next()
+                node = Node("post", t.text, [node], node.start, t.end)
+            elif t.text in ("->", "::"):
+                raise Refuse(f"unsupported {t.text}")
+            else:
+                return node
+
+    # -- statements
+    def statements(self) -> list[Stmt]:
+        out = []
+        while self.peek() is not None:
+            out.append(self.statement())
+        return out
+
+    def _decl_type(self) -> str | None:
+        """The type words of a declaration starting here (consumed), or None (nothing consumed)."""
+        j = 0
+        words: list[str] = []
+        while True:
+            t = self.peek(j)
+            if t is None or t.kind != "id" or t.text not in _TYPE_WORDS:
+                break
+            words.append(t.text)
+            j += 1
+        if not words:
+            t = self.peek()
+            if t is not None and t.kind == "id" and t.text in ("__shared__", "static", "extern", "dim3"):
+                raise Refuse(f"unsupported declaration {t.text}")
+            return None
+        while self.peek(j) is not None and self.peek(j).text == "*":  # type: ignore[union-attr]
+            words.append("*")
+            j += 1
+        self.i += j
+        return " ".join(words)
+
+    def statement(self) -> Stmt:
+        t = self.peek()
+        if t is None:
+            raise Refuse("unexpected end of kernel")
+        if t.kind == "pp":
+            self.next()
+            return Stmt("pp", start=t.start, end=t.end)
+        if t.text == "{":
+            self.next()
+            kids = []
+            while not self.at("}"):
+                if self.peek() is None:
+                    raise Refuse("unbalanced braces")
+                kids.append(self.statement())
+            close = self.next()
+            return Stmt("block", kids, start=t.start, end=close.end)
+        if t.text == ";":
+            self.next()
+            return Stmt("empty", start=t.start, end=t.end)
+        if t.kind == "id" and t.text == "if":
+            self.next()
+            self.expect("(")
+            cond = self.expr(comma=True)
+            self.expect(")")
+            then = self.statement()
+            kids = [then]
+            if self.at("else"):
+                self.next()
+                kids.append(self.statement())
+            return Stmt("if", kids, [cond], start=t.start, end=kids[-1].end)
+        if t.kind == "id" and t.text == "for":
+            self.next()
+            self.expect("(")
+            init = None if self.at(";") else self.simple(";")
+            if init is None:
+                self.expect(";")
+            cond = None if self.at(";") else self.expr(comma=True)
+            self.expect(";")
+            step = None if self.at(")") else self.expr(comma=True)
+            self.expect(")")
+            body = self.statement()
+            return Stmt("for", [body] + ([init] if init else []), [cond, step], start=t.start, end=body.end)
+        if t.kind == "id" and t.text == "return":
+            self.next()
+            value = None if self.at(";") else self.expr(comma=True)
+            close = self.expect(";")
+            return Stmt("return", exprs=[value], start=t.start, end=close.end)
+        if t.kind == "id" and t.text in ("break", "continue"):
+            self.next()
+            close = self.expect(";")
+            return Stmt("jump", start=t.start, end=close.end)
+        if t.kind == "id" and t.text in ("while", "do", "switch", "goto", "case", "default", "asm", "__syncthreads",
+                                         "__syncwarp", "__shared__", "extern", "static", "template", "typedef"):
+            raise Refuse(f"unsupported statement {t.text}")
+        return self.simple(";")
+
+    def simple(self, terminator: str) -> Stmt:
+        """A declaration or expression statement ending in ``terminator`` (consumed)."""
+        first = self.peek()
+        if first is None:
+            raise Refuse("unexpected end of kernel")
+        typ = self._decl_type()
+        if typ is not None:
+            names: list[tuple[str, Node | None]] = []
+            while True:
+                name = self.next()
+                if name.kind != "id":
+                    raise Refuse("unsupported declarator")
+                if self.at("["):
+                    raise Refuse("local array")
+                init = None
+                if self.at("="):
+                    self.next()
+                    init = self.assign()
+                names.append((name.text, init))
+                if self.at(","):
+                    self.next()
+                    continue
+                break
+            close = self.expect(terminator)
+            return Stmt("decl", names=names, type=typ, start=first.start, end=close.end)
+        e = self.expr(comma=True)
+        close = self.expect(terminator)
+        return Stmt("expr", exprs=[e], start=first.start, end=close.end)
+
+
+def _walk_nodes(node: Node | None) -> Iterator[Node]:
+    if node is None:
+        return
+    yield node
+    for k in node.kids:
+        yield from _walk_nodes(k)
+
+
+def _walk_stmts(stmt: Stmt) -> Iterator[Stmt]:
+    yield stmt
+    for k in stmt.kids:
+        yield from _walk_stmts(k)
+
+
+def _stmt_exprs(stmt: Stmt) -> Iterator[Node]:
+    for s in _walk_stmts(stmt):
+        for e in s.exprs:
+            if e is not None:
+                yield e
+        for _, init in s.names:
+            if init is not None:
+                yield init
+
+
+# ---------------------------------------------------------------------------------------------
+# Integer polynomials over symbols (the affine normaliser, with products of symbols allowed)
+
+Mono = tuple[str, ...]
+
+
+class Poly:
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: dict[Mono, int] | None = None) -> None:
+        self.terms = {m: c for m, c in (terms or {}).items() if c != 0}
+
+    @staticmethod
+    def const(value: int) -> Poly:
+        return Poly({(): value})
+
+    @staticmethod
+    def sym(name: str) -> Poly:
+        return Poly({(name,): 1})
+
+    def __add__(self, other: Poly) -> Poly:
+        out = dict(self.terms)
+        for m, c in other.terms.items():
+            out[m] = out.get(m, 0) + c
+        return Poly(out)
+
+    def __neg__(self) -> Poly:
+        return Poly({m: -c for m, c in self.terms.items()})
+
+    def __sub__(self, other: Poly) -> Poly:
+        return self + (-other)
+
+    def __mul__(self, other: Poly) -> Poly:
+        out: dict[Mono, int] = {}
+        for m1, c1 in self.terms.items():
+            for m2, c2 in other.terms.items():
+                m = tuple(sorted(m1 + m2))
+                out[m] = out.get(m, 0) + c1 * c2
+        return Poly(out)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Poly) and self.terms == other.terms
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self.terms.items()))
+
+    def __repr__(self) -> str:
+        return f"Poly({self.render()})"
+
+    def symbols(self) -> set[str]:
+        return {s for m in self.terms for s in m}
+
+    def constant(self) -> int:
+        return self.terms.get((), 0)
+
+    def is_const(self) -> bool:
+        return not self.symbols()
+
+    def render(self) -> str:
+        """C text (symbols are C names; monomials in a stable order, constant last)."""
+        parts: list[tuple[int, str]] = []
+        for m in sorted(self.terms, key=lambda m: (len(m) == 0, m)):
+            c = self.terms[m]
+            body = " * ".join(m)
+            if not body:
+                parts.append((c, str(abs(c))))
+            elif abs(c) == 1:
+                parts.append((c, body))
+            else:
+                parts.append((c, f"{abs(c)} * {body}"))
+        if not parts:
+            return "0"
+        text = ("-" if parts[0][0] < 0 else "") + parts[0][1]
+        for c, p in parts[1:]:
+            text += f" {'-' if c < 0 else '+'} {p}"
+        return text
+
+    def split_by(self, sym: str) -> tuple[Poly, Poly] | None:
+        """(q, r) with self = q * sym + r and sym in no monomial of r; None when sym appears squared."""
+        q: dict[Mono, int] = {}
+        r: dict[Mono, int] = {}
+        for m, c in self.terms.items():
+            n = m.count(sym)
+            if n > 1:
+                return None
+            if n == 1:
+                rest = list(m)
+                rest.remove(sym)
+                q[tuple(rest)] = c
+            else:
+                r[m] = c
+        return Poly(q), Poly(r)
+
+
+def _gcoord(axis: str) -> Poly:
+    return Poly.sym(f"blockDim.{axis}") * Poly.sym(f"blockIdx.{axis}") + Poly.sym(f"threadIdx.{axis}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel analysis
+
+
+Cond = tuple[Node, bool, dict[str, "Poly"]]  # a dominating condition, its polarity, the variables then
+
+
+@dataclass
+class Access:
+    node: Node
+    poly: Poly
+    facts: list[Poly]  # each: poly >= 0
+    diseqs: list[Poly]  # each: poly != 0
+    conds: list[Cond]
+
+
+@dataclass
+class Ctx:
+    env: dict[str, Poly]  # immutable int locals (resolved), int params, loop variables
+    facts: list[Poly]
+    diseqs: list[Poly]
+    conds: list[Cond] = field(default_factory=list)
+
+    def copy(self) -> Ctx:
+        return Ctx(dict(self.env), list(self.facts), list(self.diseqs), list(self.conds))
+
+    def assume(self, an: Analyzer, node: Node, positive: bool) -> Ctx:
+        facts, diseqs = an.cond_facts(node, positive, self.env)
+        return Ctx(self.env, self.facts + facts, self.diseqs + diseqs, [*self.conds, (node, positive, dict(self.env))])
+
+
+class Analyzer:
+    """Walks one kernel: resolves int variables to polynomials, tracks dominating conditions and
+    collects every ``X[...]`` read of the candidate pointers with the facts that hold there."""
+
+    def __init__(self, sc: SourceScan, fn: Function, block_consts: dict[str, str] | None = None) -> None:
+        self.sc = sc
+        self.fn = fn
+        self.consts = sc.constants()
+        # File-level constants that are the launch's block size in some axes (``dim3 block(B, B, B)``):
+        # symbols, not values, and ``B * blockIdx.a`` reads as ``blockDim.a * blockIdx.a`` (equal at run time).
+        self.block_consts = dict(block_consts or {})
+        self.used_consts: set[str] = set()
+        self.params = _params(sc, fn)
+        toks = _tokens(sc.text, fn.body_start, fn.body_end)
+        self.body = Parser(toks).statements()
+        self.loops: dict[str, tuple[int, int]] = {}
+        self.accesses: dict[str, list[Access]] = {}
+        self.bad: set[str] = set()  # pointers used otherwise than read as X[...]
+        self._mutated = self._mutated_names()
+        self._decls = self._declared_names()
+        self.int_params = {n for t, n in self.params
+                           if _is_int_type(t) and n not in self._mutated and self._decls.get(n, 0) == 1}
+        self.loop_scoped = self._loop_scoped_names()
+        self.pointers = {n: t for t, n in self.params if t.count("*") == 1}
+
+    # -- preparation
+    def _mutated_names(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for stmt in self.body:
+            for e in _stmt_exprs(stmt):
+                for n in _walk_nodes(e):
+                    target = None
+                    if n.kind == "assign" or (n.kind in ("unary", "post") and n.op in ("++", "--")):
+                        target = n.kids[0]
+                    elif n.kind == "unary" and n.op == "&" and n.kids[0].kind == "id":
+                        target = n.kids[0]
+                    if target is not None and target.kind == "id":
+                        out[target.value] = out.get(target.value, 0) + 1
+        return out
+
+    def _declared_names(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for stmt in self.body:
+            for s in _walk_stmts(stmt):
+                for name, _ in s.names:
+                    out[name] = out.get(name, 0) + 1
+        for _, name in self.params:
+            out[name] = out.get(name, 0) + 1
+        return out
+
+    def _loop_scoped_names(self) -> set[str]:
+        """Names whose value may change from one loop iteration to the next: every name declared in
+        a ``for`` header or body."""
+        out: set[str] = set()
+        for stmt in self.body:
+            for s in _walk_stmts(stmt):
+                if s.kind == "for":
+                    for kid in s.kids:
+                        for inner in _walk_stmts(kid):
+                            out.update(name for name, _ in inner.names)
+        return out
+
+    # -- normalisation
+    def poly(self, node: Node, env: dict[str, Poly]) -> Poly | None:
+        k = node.kind
+        if k == "num":
+            return Poly.const(node.value) if isinstance(node.value, int) else None
+        if k == "id":
+            name = node.value
+            if name in env:
+                return env[name]
+            if name in self.block_consts and name not in self._decls:
+                return Poly.sym(name)
+            if name in self.consts and name not in self._decls:
+                self.used_consts.add(name)
+                return Poly.const(self.consts[name])
+            return None
+        if k == "member":
+            return Poly.sym(node.value) if node.value in _BUILTINS else None
+        if k == "cast":
+            return self.poly(node.kids[0], env) if node.op in ("int", "unsigned", "unsigned int") else None
+        if k == "unary" and node.op in ("-", "+"):
+            p = self.poly(node.kids[0], env)
+            return None if p is None else (-p if node.op == "-" else p)
+        if k == "bin" and node.op in ("+", "-", "*"):
+            a = self.poly(node.kids[0], env)
+            b = self.poly(node.kids[1], env)
+            if a is None or b is None:
+                return None
+            return a + b if node.op == "+" else a - b if node.op == "-" else self._canon(a * b)
+        return None
+
+    def _canon(self, p: Poly) -> Poly:
+        if not self.block_consts:
+            return p
+        out: dict[Mono, int] = {}
+        for m, c in p.terms.items():
+            mono = list(m)
+            for name, axes in self.block_consts.items():
+                for a in axes:
+                    if f"blockIdx.{a}" in mono and name in mono:
+                        mono.remove(name)
+                        mono.append(f"blockDim.{a}")
+            key = tuple(sorted(mono))
+            out[key] = out.get(key, 0) + c
+        return Poly(out)
+
+    def cond_facts(self, node: Node, positive: bool, env: dict[str, Poly]) -> tuple[list[Poly], list[Poly]]:
+        """Linear facts (``p >= 0``) and disequalities (``p != 0``) implied by ``node`` being true/false."""
+        if node.kind == "unary" and node.op == "!":
+            return self.cond_facts(node.kids[0], not positive, env)
+        if node.kind == "bin" and node.op in ("&&", "||"):
+            if (node.op == "&&") == positive:
+                a = self.cond_facts(node.kids[0], positive, env)
+                b = self.cond_facts(node.kids[1], positive, env)
+                return a[0] + b[0], a[1] + b[1]
+            return [], []
+        if node.kind == "bin" and node.op in ("<", "<=", ">", ">=", "==", "!="):
+            a = self.poly(node.kids[0], env)
+            b = self.poly(node.kids[1], env)
+            if a is None or b is None:
+                return [], []
+            op = node.op if positive else {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}[node.op]
+            one = Poly.const(1)
+            if op == "<":
+                return [b - a - one], []
+            if op == "<=":
+                return [b - a], []
+            if op == ">":
+                return [a - b - one], []
+            if op == ">=":
+                return [a - b], []
+            if op == "==":
+                return [a - b, b - a], []
+            return [], [a - b]
+        return [], []
+
+    # -- walking
+    def run(self) -> None:
+        ctx = Ctx({n: Poly.sym(n) for n in self.int_params}, [_gcoord(a) for a in AXES], [])
+        self.block(self.body, ctx)
+
+    def block(self, stmts: list[Stmt], ctx: Ctx) -> None:
+        ctx = ctx.copy()
+        for s in stmts:
+            self.stmt(s, ctx)
+            if s.kind == "if" and _always_returns(s.kids[0]) and len(s.kids) == 1:
+                after = ctx.assume(self, s.exprs[0], False)  # type: ignore[arg-type]
+                ctx.facts, ctx.diseqs, ctx.conds = after.facts, after.diseqs, after.conds
+
+    def stmt(self, s: Stmt, ctx: Ctx) -> None:
+        if s.kind == "block":
+            self.block(s.kids, ctx)
+        elif s.kind == "if":
+            cond = s.exprs[0]
+            assert cond is not None
+            self.expr(cond, ctx)
+            self.stmt_scoped(s.kids[0], ctx.assume(self, cond, True))
+            if len(s.kids) > 1:
+                self.stmt_scoped(s.kids[1], ctx.assume(self, cond, False))
+        elif s.kind == "for":
+            self.for_loop(s, ctx)
+        elif s.kind == "decl":
+            for name, init in s.names:
+                if init is not None:
+                    self.expr(init, ctx)
+                if _is_int_type(s.type) and init is not None and self._mutated.get(name, 0) == 0 \
+                        and self._decls.get(name, 0) == 1:
+                    p = self.poly(init, ctx.env)
+                    if p is not None:
+                        ctx.env[name] = p
+                        continue
+                ctx.env.pop(name, None)
+        elif s.kind in ("expr", "return"):
+            for e in s.exprs:
+                if e is not None:
+                    self.expr(e, ctx)
+
+    def stmt_scoped(self, s: Stmt, ctx: Ctx) -> None:
+        self.block([s], ctx)
+
+    def for_loop(self, s: Stmt, ctx: Ctx) -> None:
+        body = s.kids[0]
+        init = s.kids[1] if len(s.kids) > 1 else None
+        cond, step = s.exprs
+        inner = ctx.copy()
+        var = None
+        if init is not None:
+            self.stmt(init, inner.copy())
+            rng = self._loop_range(init, cond, step)
+            if rng is not None:
+                var, lo, hi = rng
+                self.loops[var] = (lo, hi)
+                inner.env[var] = Poly.sym(var)
+                inner.facts += [Poly.sym(var) - Poly.const(lo), Poly.const(hi) - Poly.sym(var)]
+            elif init.kind == "decl":
+                for name, _ in init.names:
+                    inner.env.pop(name, None)
+        for e in (cond, step):
+            if e is not None:
+                self.expr(e, inner)
+        self.stmt_scoped(body, inner)
+
+    def _loop_range(self, init: Stmt, cond: Node | None, step: Node | None) -> tuple[str, int, int] | None:
+        """``for (int k = A; k <= B; ++k)`` with constant A, B and k changed only by the step."""
+        if init.kind != "decl" or len(init.names) != 1 or not _is_int_type(init.type) or cond is None or step is None:
+            return None
+        var, start = init.names[0]
+        if start is None or self._decls.get(var, 0) != 1 or self._mutated.get(var, 0) != 1:
+            return None
+        a = self.poly(start, {})
+        if a is None or not a.is_const():
+            return None
+        inc = (step.kind in ("unary", "post") and step.op == "++") or (
+            step.kind == "assign" and step.op == "+=" and step.kids[1].kind == "num" and step.kids[1].value == 1)
+        if not inc or step.kids[0].kind != "id" or step.kids[0].value != var:
+            return None
+        if cond.kind != "bin" or cond.op not in ("<", "<=") or cond.kids[0].kind != "id" or cond.kids[0].value != var:
+            return None
+        b = self.poly(cond.kids[1], {})
+        if b is None or not b.is_const():
+            return None
+        hi = b.constant() - (1 if cond.op == "<" else 0)
+        if hi < a.constant():
+            return None
+        return var, a.constant(), hi
+
+    def expr(self, node: Node, ctx: Ctx) -> None:
+        k = node.kind
+        if k == "index" and node.kids[0].kind == "id" and node.kids[0].value in self.pointers:
+            name = node.kids[0].value
+            p = self.poly(node.kids[1], ctx.env)
+            if p is None:
+                self.bad.add(name)
+            else:
+                self.accesses.setdefault(name, []).append(
+                    Access(node, p, list(ctx.facts), list(ctx.diseqs), list(ctx.conds)))
+            self.expr(node.kids[1], ctx)
+            return
+        if k == "id" and node.value in self.pointers:
+            self.bad.add(node.value)  # used otherwise than X[...]: passed on, aliased, offset
+            return
+        if k in ("assign",) or (k in ("unary", "post") and node.op in ("++", "--", "&")):
+            target = node.kids[0]
+            if target.kind == "index" and target.kids[0].kind == "id":
+                self.bad.add(target.kids[0].value)
+            elif target.kind == "unary" and target.op == "*":
+                for n in _walk_nodes(target):
+                    if n.kind == "id":
+                        self.bad.add(n.value)
+        if k == "unary" and node.op == "*":
+            for n in _walk_nodes(node):
+                if n.kind == "id":
+                    self.bad.add(n.value)
+        if k == "bin" and node.op in ("&&", "||"):
+            self.expr(node.kids[0], ctx)
+            self.expr(node.kids[1], ctx.assume(self, node.kids[0], node.op == "&&"))
+            return
+        if k == "tern":
+            c, a, b = node.kids
+            self.expr(c, ctx)
+            self.expr(a, ctx.assume(self, c, True))
+            self.expr(b, ctx.assume(self, c, False))
+            return
+        for kid in node.kids:
+            self.expr(kid, ctx)
+
+
+def _is_int_type(t: str) -> bool:
+    words = [w for w in t.split() if w not in ("const", "__restrict__")]
+    return words == ["int"]
+
+
+def _always_returns(s: Stmt) -> bool:
+    if s.kind == "return":
+        return True
+    if s.kind == "block":
+        return bool(s.kids) and _always_returns(s.kids[-1])
+    if s.kind == "if" and len(s.kids) == 2:
+        return _always_returns(s.kids[0]) and _always_returns(s.kids[1])
+    return False
+
+
+def _params(sc: SourceScan, fn: Function) -> list[tuple[str, str]]:
+    header = sc.text[fn.header_start:fn.body_start]
+    open_pos = header.find("(", header.find(fn.name))
+    close_pos = header.rfind(")")
+    if open_pos < 0 or close_pos < 0:
+        raise Refuse("no parameter list")
+    out = []
+    for part in header[open_pos + 1:close_pos].split(","):
+        m = re.fullmatch(r"\s*(.*?[\s*&])\s*([A-Za-z_]\w*)\s*", part, re.S)
+        if not m:
+            if part.strip() in ("", "void"):
+                continue
+            raise Refuse(f"parameter {part.strip()!r}")
+        out.append((" ".join(m.group(1).replace("*", " * ").split()), m.group(2)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Proofs
+
+
+def _loopvar_poly(p: Poly, loops: dict[str, tuple[int, int]]) -> bool:
+    """Linear in loop variables, nothing else."""
+    return all(len(m) <= 1 and (not m or m[0] in loops) for m in p.terms)
+
+
+def _range(p: Poly, loops: dict[str, tuple[int, int]]) -> tuple[int, int]:
+    lo = hi = p.constant()
+    for m, c in p.terms.items():
+        if m:
+            a, b = loops[m[0]]
+            lo += min(c * a, c * b)
+            hi += max(c * a, c * b)
+    return lo, hi
+
+
+def _saturate(facts: list[Poly], diseqs: list[Poly]) -> list[Poly]:
+    out = list(facts)
+    for _ in range(2):
+        extra = [f - Poly.const(1) for f in out for d in diseqs if f == d or f == -d]
+        new = [f for f in extra if f not in out]
+        if not new:
+            break
+        out += new
+    return out
+
+
+def _entails(facts: list[Poly], need: Poly, loops: dict[str, tuple[int, int]]) -> bool:
+    for f in [Poly(), *facts]:
+        d = need - f
+        if _loopvar_poly(d, loops) and _range(d, loops)[0] >= 0:
+            return True
+    return False
+
+
+def _upper_bounds(facts: list[Poly], coord: Poly, params: set[str]) -> list[Poly]:
+    """Extents E with ``E - 1 - coord >= 0`` among the facts (E over parameters only)."""
+    out = []
+    for f in facts:
+        e = f + coord + Poly.const(1)
+        if e.symbols() <= params and not e.is_const() and e not in out:
+            out.append(e)
+    return out
+
+
+AXES = "xyz"
+
+
+@dataclass
+class Plan:
+    """How one input array is staged: per axis (x, y, z) its offset range and the domain extent."""
+
+    name: str
+    elem: str  # element type
+    dims: int  # 1, 2 or 3
+    lo: list[int]  # per axis
+    hi: list[int]
+    extents: list[Poly]  # per axis: the domain is [0, extent)
+    replace: list[tuple[Node, list[Poly]]]  # each read and its offsets per axis
+
+
+def _coefficient(p: Poly, sym: str) -> Poly | None:
+    split = p.split_by(sym)
+    return None if split is None else split[0]
+
+
+def _decompose(r: Poly, strides: list[Poly]) -> list[Poly] | None:
+    """Offsets (dx, dy, dz) with ``r = dx + dy * strides[1] + dz * strides[2]``; strides are single
+    monomials over parameters, tried from the largest, so ``-nx*ny`` is dz = -1 and ``-nx`` dy = -1."""
+    parts = [dict[Mono, int]() for _ in strides]
+    order = sorted(range(1, len(strides)), key=lambda a: -len(next(iter(strides[a].terms))))
+    for m, c in r.terms.items():
+        for a in order:
+            stride = next(iter(strides[a].terms))
+            rest = list(m)
+            if all(rest.count(s) >= stride.count(s) for s in stride):
+                for s in stride:
+                    rest.remove(s)
+                key = tuple(rest)
+                parts[a][key] = parts[a].get(key, 0) + c
+                break
+        else:
+            parts[0][m] = parts[0].get(m, 0) + c
+    out = [Poly(d) for d in parts]
+    rebuilt = out[0]
+    for a in range(1, len(strides)):
+        rebuilt = rebuilt + out[a] * strides[a]
+    return out if rebuilt == r else None
+
+
+def _plan(an: Analyzer, name: str, dims: int) -> Plan | None:
+    """Stage ``name`` when every read is ``X[sum_a (g_a + d_a) * stride_a]`` with constant-bounded
+    ``d_a`` and each read provably inside the kernel's domain (see the module docstring)."""
+    accesses = an.accesses.get(name, [])
+    if not accesses or name in an.bad:
+        return None
+    elem = " ".join(w for w in an.pointers[name].replace("*", " ").split() if w not in ("const", "__restrict__"))
+    if elem not in _ELEM_TYPES:
+        return None
+    axes = AXES[:dims]
+    coords = [_gcoord(a) for a in axes]
+    loops = an.loops
+    params = an.int_params
+    one = Poly.const(1)
+    strides: list[Poly] | None = None
+    rows: list[tuple[Access, list[Poly]]] = []
+    for acc in accesses:
+        if any(f"threadIdx.{a}" in acc.poly.symbols() for a in AXES[dims:]):
+            return None
+        st = [one]
+        for a in axes[1:]:
+            c = _coefficient(acc.poly, f"threadIdx.{a}")
+            if c is None or len(c.terms) != 1 or next(iter(c.terms.values())) != 1 or not c.symbols() <= params:
+                return None
+            st.append(c)
+        if strides is None:
+            strides = st
+        elif st != strides:
+            return None
+        rest = acc.poly
+        for g, stride in zip(coords, st, strict=True):
+            rest = rest - g * stride
+        offsets = _decompose(rest, st)
+        if offsets is None or not all(_loopvar_poly(d, loops) for d in offsets):
+            return None
+        rows.append((acc, offsets))
+    assert strides is not None
+    lo = [min(_range(d[a], loops)[0] for _, d in rows) for a in range(dims)]
+    hi = [max(_range(d[a], loops)[1] for _, d in rows) for a in range(dims)]
+    if lo == hi:
+        return None  # every thread reads only its own element: no reuse, nothing to gain
+    if max(h - lo_ for lo_, h in zip(lo, hi, strict=True)) > 64:
+        return None
+    sat = [_saturate(acc.facts, acc.diseqs) for acc, _ in rows]
+    # x: the row stride is the x extent (2-D, 3-D) or a bound the guards put on gx (1-D); y, z: guard bounds.
+    choices: list[list[Poly]] = [[strides[1]] if dims > 1 else _upper_bounds(sat[0], coords[0], params)]
+    choices += [_upper_bounds(sat[0], coords[a], params) for a in range(1, dims)]
+    for extents in _product(choices):
+        if dims == 3 and strides[2] != strides[1] * extents[1]:
+            continue  # the plane stride must be the x extent times the y extent
+        ok = all(
+            _entails(facts, coords[a] + d[a], loops) and _entails(facts, extents[a] - one - coords[a] - d[a], loops)
+            for (_, d), facts in zip(rows, sat, strict=True) for a in range(dims))
+        if ok:
+            return Plan(name, elem, dims, lo, hi, list(extents), [(acc.node, d) for acc, d in rows])
+    return None
+
+
+def _product(choices: list[list[Poly]]) -> Iterator[list[Poly]]:
+    if not choices:
+        yield []
+        return
+    for first in choices[0]:
+        for rest in _product(choices[1:]):
+            yield [first, *rest]
+
+
+@dataclass
+class CoefPlan:
+    """A small read-only table indexed only by constants and constant-trip loop variables."""
+
+    name: str
+    elem: str
+    first: int
+    last: int
+    replace: list[Node]
+
+
+def _atoms(node: Node, positive: bool) -> list[tuple[Node, bool]]:
+    """The conjuncts of a condition in its polarity (an unsplittable disjunction stays whole)."""
+    if node.kind == "unary" and node.op == "!":
+        return _atoms(node.kids[0], not positive)
+    if node.kind == "bin" and node.op in ("&&", "||") and (node.op == "&&") == positive:
+        return _atoms(node.kids[0], positive) + _atoms(node.kids[1], positive)
+    return [(node, positive)]
+
+
+_THREAD_SYMS = {f"{b}.{a}" for b in ("blockIdx", "threadIdx") for a in "xyz"}
+
+
+def _coef_plan(an: Analyzer, name: str) -> CoefPlan | None:
+    """Stage a coefficient table ``w[k + 3]`` too, when every read's index is a constant-range
+    function of loop variables and no condition limits *which entries* are read other than a
+    thread's position (the halo clipping ``j >= 0 && j < n``): the whole constant index range is
+    then read by the kernel (by an interior thread), so loading it up front reads nothing new."""
+    accesses = an.accesses.get(name, [])
+    if not accesses or name in an.bad:
+        return None
+    elem = " ".join(w for w in an.pointers[name].replace("*", " ").split() if w not in ("const", "__restrict__"))
+    if elem not in _ELEM_TYPES:
+        return None
+    loops = an.loops
+    if not all(_loopvar_poly(a.poly, loops) for a in accesses):
+        return None
+    first = min(_range(a.poly, loops)[0] for a in accesses)
+    last = max(_range(a.poly, loops)[1] for a in accesses)
+    if first < 0 or last - first + 1 > 256:
+        return None
+    for a in accesses:
+        for cond, positive, env in a.conds:
+            for atom, pol in _atoms(cond, positive):
+                facts, diseqs = an.cond_facts(atom, pol, env)
+                exact = atom.kind == "bin" and atom.op in ("<", "<=", ">", ">=", "==", "!=") and (facts or diseqs)
+                if not exact:
+                    ids = {n.value for n in _walk_nodes(atom) if n.kind == "id"}
+                    if ids & an.loop_scoped:
+                        return None  # an opaque condition that may pick entries
+                    continue
+                syms = set().union(*(p.symbols() for p in facts + diseqs))
+                if not syms & set(loops) or syms & _THREAD_SYMS:
+                    continue  # restricts threads, or clips at the domain boundary
+                if diseqs or not all(_loopvar_poly(p, loops) and _range(p, loops)[0] >= 0 for p in facts):
+                    return None  # picks entries (k < m, k != 0): not every entry is read
+    return CoefPlan(name, elem, first, last, [a.node for a in accesses])
+
+
+# ---------------------------------------------------------------------------------------------
+# Code generation
+
+
+def _block_shape(sc: SourceScan, fn: Function) -> tuple[int, list[str | None]] | None:
+    """(dimensions of the block, per-axis file-level constant naming its size) of the kernel's one launch."""
+    launches = [launch for launch in sc.launches if launch.kernel == fn.name]
+    if len(launches) != 1:
+        return None
+    launch = launches[0]
+    host = next((f for f in sc.functions if f.name == launch.host), None)
+    if host is None or host.kernel or host.device:
+        return None
+    expr = sc.expr(launch.block)
+    consts = sc.constants()
+    args: list[str] | None = None
+    m = re.fullmatch(r"dim3\s*\((.*)\)", expr, re.S)
+    if m:
+        args = m.group(1).split(",")
+    elif re.fullmatch(r"[A-Za-z_]\w*", expr):
+        body = sc.text[host.body_start:launch.start]
+        decls = [d for d in DIM3_DECL.finditer(body) if d.group(1) == expr]
+        if decls:
+            d = decls[-1]
+            args = (d.group(2) or d.group(3) or d.group(4) or "").split(",")
+            if re.search(rf"\b{expr}\s*\.\s*[xyz]\s*=", body):
+                return None
+    if args is None:
+        if "dim3" in expr or "{" in expr:
+            return None
+        return 1, [expr if expr in consts else None]
+    args = [a.strip() for a in args]
+    if not args or len(args) > 3 or not all(args):
+        return None
+    dims = len(args)
+    while dims > 1 and args[dims - 1] == "1":
+        dims -= 1
+    return dims, [a if a in consts else None for a in args[:dims]]
+
+
+def _worst_tile(halo: list[int]) -> int:
+    """Largest prod(b_a + halo_a) over every legal block (prod(b_a) <= 1024, b_z <= 64)."""
+    best = 0
+    for bx in range(1, MAX_THREADS + 1):
+        if len(halo) == 1:
+            return MAX_THREADS + halo[0]
+        for by in range(1, MAX_THREADS // bx + 1):
+            if len(halo) == 2:
+                if by == MAX_THREADS // bx:
+                    best = max(best, (bx + halo[0]) * (by + halo[1]))
+                continue
+            bz = min(64, MAX_THREADS // (bx * by))
+            best = max(best, (bx + halo[0]) * (by + halo[1]) * (bz + halo[2]))
+    return best
+
+
+def _fresh(text: str, base: str) -> str:
+    name = base
+    k = 2
+    while re.search(rf"\b{name}", text):  # also keeps the derived names ({name}_t, ...) free
+        name = f"{base}{k}"
+        k += 1
+    return name
+
+
+def _sign(v: int) -> str:
+    return "" if v == 0 else f" + {v}" if v > 0 else f" - {-v}"
+
+
+def _offset_text(base: str, d: Poly) -> str:
+    if d == Poly():
+        return base
+    if d.is_const():
+        return base + _sign(d.constant())
+    return f"{base} + ({d.render()})"
+
+
+def _flat_thread(dims: int) -> tuple[str, str]:
+    if dims == 1:
+        return "threadIdx.x", "blockDim.x"
+    if dims == 2:
+        return "threadIdx.y * blockDim.x + threadIdx.x", "blockDim.x * blockDim.y"
+    return ("(threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x",
+            "blockDim.x * blockDim.y * blockDim.z")
+
+
+def _render(plan: Plan, tile: str, consts: list[str | None], ind: str) -> tuple[str, int, list[str]]:
+    """The staging loop of ``plan`` (code, bytes bound, the per-axis tile extent names)."""
+    dims = plan.dims
+    halo = [h - lo for lo, h in zip(plan.lo, plan.hi, strict=True)]
+    zero = _ELEM_TYPES[plan.elem][1]
+    nbytes = int(_ELEM_TYPES[plan.elem][0])
+    if all(consts):
+        size = " * ".join(f"({c} + {e})" for c, e in zip(consts, halo, strict=True)) if dims > 1 \
+            else f"{consts[0]} + {halo[0]}"
+    elif dims == 1:
+        size = f"{MAX_THREADS} + {halo[0]}"
+    else:
+        size = str(_worst_tile(halo))
+    size_bound = _worst_tile(halo) * nbytes
+    tid, nthreads = _flat_thread(dims)
+    t = f"{tile}_t"
+    ext = [f"{tile}_{a}" for a in "wh"[:dims - 1]]  # tile extents along x (and y) for 2-D / 3-D
+    what = ", ".join(f"{a} {lo:+d}..{h:+d}" for a, lo, h in zip(AXES, plan.lo, plan.hi, strict=False))
+    code = f"{ind}// stage_shared: {plan.name} around the block ({what}), loaded once per block\n"
+    code += f"{ind}__shared__ {plan.elem} {tile}[{size}];\n"
+    for a, name in zip(AXES, ext, strict=False):
+        code += f"{ind}const int {name} = (int)blockDim.{a} + {halo[AXES.index(a)]};\n"
+    total = " * ".join([*ext, f"((int)blockDim.{AXES[dims - 1]} + {halo[dims - 1]})"])
+    if dims == 1:
+        total = f"(int)blockDim.x + {halo[0]}"
+    code += f"{ind}for (int {t} = {tid}; {t} < {total}; {t} += {nthreads}) {{\n"
+    pos = {0: f"{t} % {ext[0]}" if dims > 1 else t}
+    if dims == 2:
+        pos[1] = f"{t} / {ext[0]}"
+    if dims == 3:
+        pos[1] = f"{t} / {ext[0]} % {ext[1]}"
+        pos[2] = f"{t} / ({ext[0]} * {ext[1]})"
+    g = [f"{tile}_g{a}" if dims > 1 else f"{tile}_g" for a in AXES[:dims]]
+    for a in range(dims):
+        code += f"{ind}    int {g[a]} = (int)(blockIdx.{AXES[a]} * blockDim.{AXES[a]}) + {pos[a]}{_sign(plan.lo[a])};\n"
+    inside = " && ".join(f"{g[a]} >= 0 && {g[a]} < {plan.extents[a].render()}" for a in range(dims))
+    index = g[0]
+    if dims >= 2:
+        index = f"{g[1]} * {plan.extents[0].render()} + {g[0]}"
+    if dims == 3:
+        index = f"({g[2]} * {plan.extents[1].render()} + {g[1]}) * {plan.extents[0].render()} + {g[0]}"
+    code += f"{ind}    {tile}[{t}] = ({inside}) ? {plan.name}[{index}] : {zero};\n{ind}}}\n"
+    return code, size_bound, ext
+
+
+def _tile_index(plan: Plan, tile: str, ext: list[str], offsets: list[Poly]) -> str:
+    parts = [_offset_text(f"threadIdx.{a}", offsets[i] - Poly.const(plan.lo[i]))
+             for i, a in enumerate(AXES[:plan.dims])]
+    index = parts[-1]
+    for i in range(plan.dims - 2, -1, -1):
+        index = f"({index})" if index != f"threadIdx.{AXES[i + 1]}" else index
+        index = f"{index} * {ext[i]} + {parts[i]}"
+    return f"{tile}[{index}]"
+
+
+def _kernel_edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditProposal | None:
+    body_text = sc.text[fn.body_start:fn.body_end]
+    if re.search(r"\b(__shared__|__syncthreads|__syncwarp|__syncthreads_\w+|cooperative_groups|asm)\b", body_text):
+        return None
+    if re.search(r"^[ \t]*#[ \t]*(?!pragma\b)\w", body_text, re.M):
+        return None  # conditional compilation or macros inside the kernel: not read as written
+    shape = _block_shape(sc, fn)
+    if shape is None:
+        return None
+    dims, consts = shape
+    block_consts: dict[str, str] = {}
+    for a, c in zip(AXES, consts, strict=False):
+        if c is not None:
+            block_consts[c] = block_consts.get(c, "") + a
+    try:
+        an = Analyzer(sc, fn, block_consts)
+        an.run()
+    except (Refuse, RecursionError):
+        return None
+    # Offsets and loop ranges must not follow a tunable constant (tuning it would outgrow the halo).
+    tunable = {t.name for t in find_tunables(sc.source)}
+    if an.used_consts & tunable:
+        return None
+    macros = " ".join(m.group(0) for m in re.finditer(r"^[ \t]*#[ \t]*define[^\n]*", sc.text, re.M))
+    candidates = [name for name in an.pointers if not re.search(rf"\b{re.escape(name)}\b", macros)]
+    plans = [p for p in (_plan(an, name, dims) for name in candidates) if p is not None]
+    if not plans:
+        return None
+    source = sc.source
+    first_line = re.search(r"\n([ \t]*)\S", source[fn.body_start:fn.body_end])
+    indent = first_line.group(1) if first_line and first_line.group(1) else "    "
+    prologue = ""
+    smem = 0
+    staged: list[Plan] = []
+    replacements: list[tuple[int, int, str]] = []
+    for plan in plans:
+        tile = _fresh(source, f"{plan.name}_tile")
+        code, size, ext = _render(plan, tile, consts, indent)
+        if smem + size > MAX_STATIC_SMEM:
+            continue
+        smem += size
+        prologue += code
+        staged.append(plan)
+        replacements += [(node.start, node.end, _tile_index(plan, tile, ext, d)) for node, d in plan.replace]
+    if not staged:
+        return None
+    staged_names = {p.name for p in staged}
+    coefs: list[CoefPlan] = []
+    tid, nthreads = _flat_thread(dims)
+    for name in candidates:
+        coef = None if name in staged_names else _coef_plan(an, name)
+        if coef is None:
+            continue
+        count = coef.last - coef.first + 1
+        size = count * int(_ELEM_TYPES[coef.elem][0])
+        if smem + size > MAX_STATIC_SMEM:
+            continue
+        smem += size
+        tile, t = _fresh(source, f"{name}_s"), _fresh(source, f"{name}_s_t")
+        prologue += (
+            f"{indent}// stage_shared: the {count} coefficients {name}[{coef.first}..{coef.last}] every thread reads\n"
+            f"{indent}__shared__ {coef.elem} {tile}[{count}];\n"
+            f"{indent}for (int {t} = {tid}; {t} < {count}; {t} += {nthreads})"
+            f" {tile}[{t}] = {name}[{t}{_sign(coef.first)}];\n"
+        )
+        for node in coef.replace:
+            idx = node.kids[1]
+            text = source[idx.start:idx.end]
+            text = text if coef.first == 0 else f"({text}){_sign(-coef.first)}"
+            replacements.append((node.start, node.end, f"{tile}[{text}]"))
+        coefs.append(coef)
+    prologue += f"{indent}__syncthreads();\n"
+    out = source
+    for start, end, text in sorted(replacements, reverse=True):
+        out = out[:start] + text + out[end:]
+    insert = fn.body_start
+    nl = out.find("\n", insert)
+    if nl >= 0 and not out[insert:nl].strip():
+        out = out[:nl + 1] + prologue + out[nl + 1:]
+    else:
+        out = out[:insert] + "\n" + prologue + out[insert:]
+    halos = "; ".join(f"{p.name}: " + ", ".join(f"{a} {lo}..{h}" for a, lo, h in zip(AXES, p.lo, p.hi, strict=False))
+                      for p in staged)
+    also = f", coefficients {', '.join(c.name for c in coefs)}" if coefs else ""
+    names = [p.name for p in staged]
+    motive = _findings(findings, _MOTIVES)
+    return EditProposal(
+        OPERATOR, out, f"stage {', '.join(names)} of {fn.name} in shared memory ({halos}{also})",
+        {"kernel": fn.name, "arrays": names, "coefficients": [c.name for c in coefs], "dims": dims,
+         "reads_replaced": sum(len(p.replace) for p in staged), "shared_bytes_bound": smem, "findings": motive},
+        2.0 + sum(float(f["severity"] or 0) for f in motive))
+
+
+def stage_shared_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
+    """Stage each stencil kernel's read-only input window in shared memory (see the module docstring)."""
+    sc = scan(source)
+    out = []
+    for fn in sc.kernels():
+        edit = _kernel_edit(sc, fn, findings)
+        if edit is not None:
+            out.append(edit)
+    return out
