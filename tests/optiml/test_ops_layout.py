@@ -7,6 +7,8 @@ an edit would break (warp shuffles, lane arithmetic, a shared array sized by the
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -253,3 +255,29 @@ def test_edits_compile_with_nvcc() -> None:
 
     for src in (swap_axes_edits(TILE_SUMS)[0].source, block_shape_edits(STENCIL_3D)[-1].source):
         nvcc_compile(src, arch="sm_90")  # raises NvccCompileError with diagnostics when it does not compile
+
+
+def test_priors_follow_the_predicted_coalescing() -> None:
+    """The swap is tried early only where it moves a strided access off the warp's axis."""
+    from veriforge.optiml.ops_layout import axis_strides
+    from veriforge.optiml.source_scan import scan
+
+    tasks = Path(__file__).resolve().parents[2] / "src/veriforge/data/tasks/c2cuda"
+    finding = [{"kind": "uncoalesced_load", "severity": 0.5, "line": 8, "message": "strided"}]
+
+    nt = (tasks / "matmul_transposed_b/impls/naive.cu").read_text()
+    sc = scan(nt)
+    strides = axis_strides(sc, sc.kernels()[0])
+    # A[i*K+k] is broadcast along x, B[j*K+k] strided (the run-time k loop is read), C[i*N+j] unit.
+    assert strides == {"x": {"unit": 1, "broadcast": 1, "strided": 1},
+                       "y": {"unit": 0, "broadcast": 1, "strided": 2}}
+    swap = swap_axes_edits(nt, finding)
+    assert len(swap) == 1 and swap[0].prior < 0.5  # would make A and C strided instead
+    assert all(e.prior <= 0.4 for e in block_shape_edits(nt, finding))  # wider x spreads B's stride
+
+    madd = (tasks / "matrix_add_2d/impls/naive.cu").read_text()
+    swap = swap_axes_edits(madd, finding)
+    assert len(swap) == 1 and swap[0].prior >= 2.5 and swap[0].evidence["strides"]["x"]["strided"] == 3
+
+    stencil = (tasks / "stencil_3d_7pt/impls/naive.cu").read_text()
+    assert all(e.prior >= 2.5 for e in block_shape_edits(stencil, finding))  # every access unit-stride in x

@@ -41,9 +41,11 @@ from veriforge.optiml.source_scan import (
     LOCAL_DECL,
     SourceScan,
     eval_int,
+    grid_follow_spans,
     identifiers,
     scan,
 )
+from veriforge.optiml.source_tokens import close_of, statement_after
 
 __all__ = [
     "OPERATORS",
@@ -222,7 +224,7 @@ def find_tunables(source: str) -> list[Tunable]:
                     if i < len(grid_parts):
                         # `dim3 grid((N + 15) / 16, ...)` written with literals: they follow the block.
                         g0, g1 = grid_parts[i]
-                        spans.extend(_grid_follow_spans(sc.text, g0, g1, value))
+                        spans.extend(grid_follow_spans(sc.text, g0, g1, value))
                     found.append(Tunable(f"{name}.{axis}", value, "dim3", sc.line(s), ("block",), tuple(spans)))
                 pos += len(part) + 1
     for launch in sc.launches:
@@ -233,34 +235,10 @@ def find_tunables(source: str) -> list[Tunable]:
         value = int(lit.group(1))
         spans = [(b0 + lit.start(1), b0 + lit.end(1), 0)]
         g0, g1 = launch.grid
-        spans.extend(_grid_follow_spans(sc.text, g0, g1, value))
+        spans.extend(grid_follow_spans(sc.text, g0, g1, value))
         found.append(Tunable(f"<<<{launch.kernel}>>> block", value, "launch", sc.line(b0), ("block",),
                              tuple(spans)))
     return found
-
-
-_CEIL_DIV = re.compile(r"(?<![\w.])(\d+)\s*\)\s*/\s*(\d+)(?![\w.])")
-_DIV = re.compile(r"/\s*(\d+)(?![\w.])")
-
-
-def _grid_follow_spans(text: str, g0: int, g1: int, value: int) -> list[tuple[int, int, int]]:
-    """Spans of the literals in a grid expression that must follow a block size of ``value``.
-
-    Only the divisor of a division by ``value`` and the ``value - 1`` of a ceil-division
-    ``(n + value-1) / value`` follow; any other literal in the grid is left alone. Matching by
-    pattern (not by equal value) also works for tiny block sizes, where a stray ``1`` or ``2``
-    would otherwise be ambiguous — an earlier value-based rule stopped following at block size 2
-    and left grids 4x too large, which an optimiser then exploited.
-    """
-    part = text[g0:g1]
-    spans: dict[int, tuple[int, int, int]] = {}
-    for m in _CEIL_DIV.finditer(part):
-        if int(m.group(2)) == value and int(m.group(1)) == value - 1:
-            spans[m.start(1)] = (g0 + m.start(1), g0 + m.end(1), -1)
-    for m in _DIV.finditer(part):
-        if int(m.group(1)) == value:
-            spans[m.start(1)] = (g0 + m.start(1), g0 + m.end(1), 0)
-    return [spans[k] for k in sorted(spans)]
 
 
 def _grid_components(sc: SourceScan, fn: Any, block_name: str) -> list[tuple[int, int]]:
@@ -437,10 +415,10 @@ def unroll_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal
             before = sc.text[:line_start].rstrip().rsplit("\n", 1)[-1]
             if "#pragma" in before and "unroll" in before:
                 continue
-            header_end = _matching_paren(sc.text, fn.body_start + m.end() - 1)
+            header_end = close_of(sc.text, fn.body_start + m.end() - 1)
             if header_end is None:
                 continue
-            loop_body = _statement_after(sc.text, header_end + 1)
+            loop_body = statement_after(sc.text, header_end + 1)
             if re.search(r"\b(for|while)\s*\(", loop_body):
                 continue  # not innermost
             parts = sc.text[fn.body_start + m.end():header_end].split(";")
@@ -458,40 +436,13 @@ def unroll_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal
     return out
 
 
-def _matching_paren(text: str, open_pos: int) -> int | None:
-    depth = 0
-    for k in range(open_pos, len(text)):
-        if text[k] == "(":
-            depth += 1
-        elif text[k] == ")":
-            depth -= 1
-            if depth == 0:
-                return k
-    return None
-
-
-def _statement_after(text: str, pos: int) -> str:
-    k = pos
-    while k < len(text) and text[k].isspace():
-        k += 1
-    if k < len(text) and text[k] == "{":
-        depth = 0
-        for j in range(k, len(text)):
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            if depth == 0:
-                return text[k:j + 1]
-        return text[k:]
-    end = text.find(";", k)
-    return text[k:end + 1] if end >= 0 else text[k:]
-
-
 def restrict_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     sc = scan(source)
     out = []
     for fn in sc.kernels():
         header = sc.text[fn.header_start:fn.body_start]
         open_pos = header.find("(", header.find(fn.name))
-        close = _matching_paren(sc.text, fn.header_start + open_pos)
+        close = close_of(sc.text, fn.header_start + open_pos)
         if open_pos < 0 or close is None:
             continue
         p0 = fn.header_start + open_pos + 1

@@ -63,11 +63,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from veriforge.optiml.operators import EditProposal, _findings
-from veriforge.optiml.source_scan import CONST_DECL, DEFINE, Function, Launch, SourceScan, eval_int, scan, split_top
+from veriforge.optiml.source_scan import Function, Launch, SourceScan, eval_int, grid_follow_spans, scan, split_top
+from veriforge.optiml.source_tokens import apply_edits, close_of, trim_span
 
 __all__ = ["block_shape_edits", "swap_axes_edits"]
 
@@ -99,35 +100,6 @@ class _Dim3:
 # Shared reading helpers
 
 
-def _host(sc: SourceScan, launch: Launch) -> Function | None:
-    return next((f for f in sc.functions if f.name == launch.host and f.body_start <= launch.start < f.body_end),
-                None)
-
-
-def _close(text: str, open_pos: int) -> int | None:
-    pairs = {"(": ")", "{": "}", "[": "]"}
-    stack = []
-    for k in range(open_pos, len(text)):
-        ch = text[k]
-        if ch in pairs:
-            stack.append(pairs[ch])
-        elif ch in ")}]":
-            if not stack or stack.pop() != ch:
-                return None
-            if not stack:
-                return k
-    return None
-
-
-def _strip_span(text: str, span: tuple[int, int]) -> tuple[int, int]:
-    s, e = span
-    while s < e and text[s].isspace():
-        s += 1
-    while e > s and text[e - 1].isspace():
-        e -= 1
-    return s, e
-
-
 def _dim3_decl(sc: SourceScan, host: Function, name: str) -> tuple[int, tuple[int, int]] | None:
     """(declaration position, span inside the brackets) of the single ``dim3 name(...)`` in ``host``."""
     text = sc.text
@@ -138,29 +110,29 @@ def _dim3_decl(sc: SourceScan, host: Function, name: str) -> tuple[int, tuple[in
     m = re.compile(r"\s*(?:=\s*dim3\s*)?([({])").match(text, k)
     if not m:
         return None
-    close = _close(text, m.start(1))
+    close = close_of(text, m.start(1), "([{", typed=True)
     if close is None or not re.match(r"\s*;", text[close + 1:]):
         return None
     return host.body_start + decls[0].start(), (m.start(1) + 1, close)
 
 
 def _resolve(sc: SourceScan, launch: Launch, which: str) -> _Dim3 | None:
-    span = _strip_span(sc.text, launch.grid if which == "grid" else launch.block)
+    span = trim_span(sc.text, launch.grid if which == "grid" else launch.block)
     expr = sc.text[span[0]:span[1]]
-    host = _host(sc, launch)
+    host = sc.host_function(launch, containing=True)
     if re.fullmatch(r"[A-Za-z_]\w*", expr) and host is not None and re.search(
             rf"\bdim3\s+{expr}\b", sc.text[host.header_start:host.body_end]):
         found = _dim3_decl(sc, host, expr)
         if found is None or found[0] > launch.start:
             return None
-        comps = tuple(_strip_span(sc.text, c) for c in split_top(sc.text, *found[1]))
+        comps = tuple(trim_span(sc.text, c) for c in split_top(sc.text, *found[1]))
         return _Dim3("var", comps, expr, found[0]) if 1 <= len(comps) <= 3 else None
     m = re.match(r"dim3\s*([({])", expr)
     if m:
         open_pos = span[0] + m.start(1)
-        if _close(sc.text, open_pos) != span[1] - 1:
+        if close_of(sc.text, open_pos, "([{", typed=True) != span[1] - 1:
             return None
-        comps = tuple(_strip_span(sc.text, c) for c in split_top(sc.text, open_pos + 1, span[1] - 1))
+        comps = tuple(trim_span(sc.text, c) for c in split_top(sc.text, open_pos + 1, span[1] - 1))
         return _Dim3("inline", comps) if 1 <= len(comps) <= 3 else None
     return _Dim3("scalar", (span,))
 
@@ -211,7 +183,7 @@ def _var_uses_ok(sc: SourceScan, host: Function, var: str, decl: int, launch_ok:
         if launch.host != host.name:
             continue
         for which, span in (("grid", launch.grid), ("block", launch.block)):
-            s, e = _strip_span(sc.text, span)
+            s, e = trim_span(sc.text, span)
             if sc.text[s:e] == var:
                 config[s] = (launch, which)
     for m in re.finditer(rf"\b{re.escape(var)}\b", body):
@@ -235,18 +207,62 @@ def _members(sc: SourceScan, host: Function, var: str) -> list[tuple[int, str]]:
 
 
 def _apply(source: str, edits: dict[tuple[int, int], str]) -> str:
-    out = source
-    last = len(source) + 1
-    for (s, e), text in sorted(edits.items(), reverse=True):
-        if e > last:
-            raise ValueError("overlapping edits")
-        out = out[:s] + text + out[e:]
-        last = s
-    return out
+    return apply_edits(source, [(s, e, text) for (s, e), text in edits.items()], disjoint=True)
 
 
 def _prior(motive: list[dict[str, Any]], base: float) -> float:
     return (2.0 + sum(float(f["severity"] or 0) for f in motive)) if motive else base
+
+
+def axis_strides(sc: SourceScan, kernel: Function) -> dict[str, dict[str, int]] | None:
+    """How each global access of ``kernel`` moves along ``threadIdx.x`` and ``threadIdx.y``.
+
+    Per axis, the number of accesses whose index has coefficient 1 in that thread index (``unit``:
+    neighbouring threads touch neighbouring elements, coalesced when the axis is x), 0
+    (``broadcast``) or anything else (``strided``: a row stride, a symbolic factor). Indices are
+    resolved through immutable locals by the affine reader of :mod:`~veriforge.optiml.ops_stage`.
+    None when the kernel cannot be read. This is what lets the layout operators *predict* whether an
+    edit fixes an uncoalesced access or moves it elsewhere (the naive ``A·Bᵀ`` kernel is strided in
+    x through B; swapping the axes would make A and C strided instead), so the prior follows the
+    prediction and the search does not spend its first evaluations on a likely regression.
+    """
+    from veriforge.optiml.ops_stage import Analyzer, Poly
+    from veriforge.optiml.source_tokens import Refuse
+
+    class StrideReader(Analyzer):
+        """Loops with a run-time trip count keep their variable as ``start + an opaque iteration term``
+        (the stage analysis drops such variables: it needs bounds, this only needs thread dependence)."""
+
+        def for_loop(self, s: Any, ctx: Any) -> None:
+            init = s.kids[1] if len(s.kids) > 1 else None
+            if init is None or init.kind != "decl" or len(init.names) != 1 or \
+                    self._loop_range(init, *s.exprs) is not None:
+                super().for_loop(s, ctx)
+                return
+            name, start = init.names[0]
+            inner = ctx.copy()
+            base = self.poly(start, ctx.env) if start is not None else None
+            if base is not None:
+                inner.env[name] = base + Poly.sym(f"{name}#iteration")
+            for e in s.exprs:
+                if e is not None:
+                    self.expr(e, inner)
+            self.stmt_scoped(s.kids[0], inner)
+
+    try:
+        an = StrideReader(sc, kernel)
+        an.run()
+    except (Refuse, ValueError, KeyError, IndexError):
+        return None
+    out = {a: {"unit": 0, "broadcast": 0, "strided": 0} for a in "xy"}
+    for accesses in an.accesses.values():
+        for acc in accesses:
+            for a in "xy":
+                split = acc.poly.split_by(f"threadIdx.{a}")
+                coeff = None if split is None else split[0]
+                kind = ("broadcast" if coeff == Poly() else "unit" if coeff == Poly.const(1) else "strided")
+                out[a][kind] += 1
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,10 +282,16 @@ def swap_axes_edits(source: str, findings: Sequence[Any] = ()) -> list[EditPropo
         new, swap_grid, sites = edit
         motive = _findings(findings, _COALESCE)
         what = "thread and block axes" if swap_grid else "thread axes"
+        strides = axis_strides(sc, kernel)
+        prior = _prior(motive, 0.8)
+        if strides is not None:
+            # After the swap, today's y behaviour is the warp's (x) behaviour.
+            fixed = strides["x"]["strided"] - strides["y"]["strided"]
+            prior = prior if fixed > 0 else 0.5 if fixed == 0 else 0.25
         out.append(EditProposal(
             "swap_axes", new, f"swap the x and y {what} of {kernel.name} and its {sites} launch(es)",
-            {"kernel": kernel.name, "swap_grid": swap_grid, "launches": sites, "findings": motive},
-            _prior(motive, 0.8)))
+            {"kernel": kernel.name, "swap_grid": swap_grid, "launches": sites, "findings": motive,
+             "strides": strides}, prior))
     return out
 
 
@@ -285,7 +307,7 @@ def _swap_kernel(sc: SourceScan, kernel: Function) -> tuple[str, bool, int] | No
         return None
     if _warp_level(sc, kernel):
         return None
-    launches = [launch for launch in sc.launches if launch.kernel == kernel.name]
+    launches = sc.launches_of(kernel.name)
     if not launches or not _name_refs_ok(sc, kernel, launches):
         return None
     blocks, grids = [], []
@@ -307,7 +329,7 @@ def _swap_kernel(sc: SourceScan, kernel: Function) -> tuple[str, bool, int] | No
     seen_vars: set[int] = set()
     for launch, block, grid in zip(launches, blocks, grids, strict=True):
         specs = [("block", block)] + ([("grid", grid)] if swap_grid else [])
-        host = _host(sc, launch)
+        host = sc.host_function(launch, containing=True)
         if host is None:
             return None
         for which, spec in specs:
@@ -428,7 +450,7 @@ def block_shape_edits(source: str, findings: Sequence[Any] = ()) -> list[EditPro
     motive = _findings(findings, _COALESCE)
     out: list[EditProposal] = []
     specs = {launch.start: _resolve(sc, launch, "block") for launch in sc.launches}
-    consts = _file_constants(sc)
+    consts = sc.constant_decls()
     done_consts: set[str] = set()
     done_literals: set[tuple[str, int]] = set()
     for launch in sc.launches:
@@ -445,18 +467,22 @@ def block_shape_edits(source: str, findings: Sequence[Any] = ()) -> list[EditPro
             if key not in done_literals:
                 done_literals.add(key)
                 out.extend(_shape_literal(sc, launch, spec, specs, motive))
-    return out
+    return [_shape_prior(sc, p) for p in out]
 
 
-def _file_constants(sc: SourceScan) -> dict[str, tuple[int, int, int, str]]:
-    """name -> (value, statement start, statement end, kind) of file-level ``#define``/``const`` integers."""
-    out: dict[str, tuple[int, int, int, str]] = {}
-    for m in DEFINE.finditer(sc.text):
-        out[m.group(1)] = (int(m.group(2)), m.start(), m.end(), "define")
-    for m in CONST_DECL.finditer(sc.text):
-        if sc.function_at(m.start()) is None:
-            out[m.group(1)] = (int(m.group(2)), m.start(), m.end(), "const")
-    return out
+def _shape_prior(sc: SourceScan, proposal: EditProposal) -> EditProposal:
+    """A wider x only helps when no access is strided along x (it spreads a strided one over more rows)."""
+    strided = 0
+    for kernel in sc.kernels():
+        if kernel.name in proposal.evidence.get("kernels", ()):
+            strides = axis_strides(sc, kernel)
+            if strides is None:
+                return proposal
+            strided += strides["x"]["strided"]
+    if strided == 0:
+        return proposal
+    return replace(proposal, prior=min(proposal.prior, 0.4),
+                   evidence={**proposal.evidence, "strided_in_x": strided})
 
 
 def _shape_constant(sc: SourceScan, const: str, info: tuple[int, int, int, str],
@@ -487,7 +513,7 @@ def _shape_constant(sc: SourceScan, const: str, info: tuple[int, int, int, str],
         return []
     kernels = {launch.kernel for launch, _ in launches}
     for launch, spec in launches:
-        host = _host(sc, launch)
+        host = sc.host_function(launch, containing=True)
         grid = _resolve(sc, launch, "grid")
         if host is None or grid is None or grid.kind == "scalar" or len(grid.comps) <= axes[-1]:
             return []
@@ -551,23 +577,6 @@ def _shape_constant(sc: SourceScan, const: str, info: tuple[int, int, int, str],
     return out
 
 
-_CEIL = re.compile(r"(?<![\w.])(\d+)\s*\)\s*/\s*(\d+)(?![\w.])")
-_DIVISOR = re.compile(r"/\s*(\d+)(?![\w.])")
-
-
-def _follow_spans(text: str, span: tuple[int, int], value: int) -> list[tuple[int, int, int]]:
-    """Literal spans of a grid component that follow a block extent ``value``: ``(n + v-1) / v`` and ``/ v``."""
-    part = text[span[0]:span[1]]
-    spans: dict[int, tuple[int, int, int]] = {}
-    for m in _CEIL.finditer(part):
-        if int(m.group(2)) == value and int(m.group(1)) == value - 1:
-            spans[m.start(1)] = (span[0] + m.start(1), span[0] + m.end(1), -1)
-    for m in _DIVISOR.finditer(part):
-        if int(m.group(1)) == value:
-            spans[m.start(1)] = (span[0] + m.start(1), span[0] + m.end(1), 0)
-    return [spans[k] for k in sorted(spans)]
-
-
 def _shape_literal(sc: SourceScan, launch: Launch, spec: _Dim3, specs: dict[int, _Dim3 | None],
                    motive: list[dict[str, Any]]) -> list[EditProposal]:
     text = sc.text
@@ -575,7 +584,7 @@ def _shape_literal(sc: SourceScan, launch: Launch, spec: _Dim3, specs: dict[int,
     axes = tuple(i for i, v in enumerate(values) if v > 1)
     if len(axes) < 2 or axes[0] != 0 or axes != tuple(range(len(axes))):
         return []
-    host = _host(sc, launch)
+    host = sc.host_function(launch, containing=True)
     if host is None:
         return []
     if spec.kind == "var":
@@ -610,7 +619,7 @@ def _shape_literal(sc: SourceScan, launch: Launch, spec: _Dim3, specs: dict[int,
                 old = current[a]
                 span = grid.comps[a]
                 comp = text[span[0]:span[1]]
-                follow = _follow_spans(text, span, old)
+                follow = grid_follow_spans(text, *span, old)
                 refs = spec.kind == "var" and re.search(rf"\b{re.escape(spec.var)}\s*\.", comp)
                 if refs and re.search(rf"\b{re.escape(spec.var)}\s*\.\s*(?!{'xyz'[a]}\b)", comp):
                     ok = False  # refers to another axis of the block

@@ -59,7 +59,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veriforge.optiml.operators import EditProposal, _findings
-from veriforge.optiml.source_scan import DIM3_DECL, Function, Launch, SourceScan, scan, split_top
+from veriforge.optiml.source_scan import DIM3_DECL, Function, Launch, SourceScan, param_parts, scan, split_top
+from veriforge.optiml.source_tokens import (
+    ASSIGN_OPS,
+    Refuse,
+    Tok,
+    apply_edits,
+    close_of,
+    fresh_name,
+    line_indent,
+    tokens,
+    top_level,
+    trim_span,
+)
 
 __all__ = ["rows_edits"]
 
@@ -70,16 +82,6 @@ BLOCK_DEFAULT = 256
 _MOTIVES = {"uncoalesced_load", "uncoalesced_store", "small_grid", "low_occupancy", "memory_bound",
             "low_dram_throughput", "partial_warp"}
 
-_TOKEN = re.compile(r"""
- (?P<pp>\#[^\n]*)
-|(?P<num>0[xX][0-9a-fA-F]+[uUlL]*|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFuUlL]*)
-|(?P<id>[A-Za-z_]\w*)
-|(?P<op><<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||\+=|-=|\*=|/=|%=|&=|\|=|\^=|::|[-+*/%<>=!&|^~?:;,.()\[\]{}])
-|(?P<sp>\s+)
-|(?P<bad>.)
-""", re.X)
-
-_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 _FORBIDDEN = re.compile(
     r"__syncthreads|__syncwarp|__shared__|__shfl|\batomic|__ballot|__any_sync|__all_sync|__activemask|"
     r"__threadfence|cooperative_groups|\bgridDim\b|\bwarpSize\b|\b(?:threadIdx|blockIdx|blockDim)\s*\.\s*[yz]\b|"
@@ -101,18 +103,6 @@ _INDEX_TYPES = {"int", "unsigned", "long", "size_t", "int64_t", "uint64_t", "int
 _SUM_ZERO = re.compile(r"^\(?\s*[+]?(?:0+\.?0*|\.0+)[fFlLuU]*\s*\)?$")
 _MAX_FUNCS = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
 _FULL_MASK = "0xffffffffu"
-
-
-class _Refuse(Exception):
-    """The kernel is not one this operator understands: no edit."""
-
-
-@dataclass(frozen=True)
-class _Tok:
-    kind: str
-    text: str
-    start: int
-    end: int
 
 
 @dataclass
@@ -171,7 +161,7 @@ class _Plan:
     writes: list[_Stmt]  # straight-line statements that write memory
     types: dict[str, _Var]
     launches: list[tuple[Launch, str, str]]  # (launch, ROWS expression, block expression)
-    toks: list[_Tok]
+    toks: list[Tok]
     indent: str
 
 
@@ -179,38 +169,20 @@ class _Plan:
 # Tokens and statements
 
 
-def _tokens(text: str, start: int, end: int) -> list[_Tok]:
-    out = []
-    for m in _TOKEN.finditer(text, start, end):
-        kind = m.lastgroup or "bad"
-        if kind == "sp":
-            continue
-        if kind == "bad":
-            raise _Refuse(f"unexpected character {m.group(0)!r}")
-        out.append(_Tok(kind, m.group(0), m.start(), m.end()))
-    return out
-
-
-def _match(toks: list[_Tok], i: int) -> int:
+def _match(toks: list[Tok], i: int) -> int:
     """Index of the bracket closing ``toks[i]``."""
-    pairs = {"(": ")", "[": "]", "{": "}"}
-    opener, closer, depth = toks[i].text, pairs[toks[i].text], 0
-    for k in range(i, len(toks)):
-        if toks[k].text == opener:
-            depth += 1
-        elif toks[k].text == closer:
-            depth -= 1
-            if depth == 0:
-                return k
-    raise _Refuse("unbalanced brackets")
+    k = close_of(toks, i, toks[i].text)
+    if k is None:
+        raise Refuse("unbalanced brackets")
+    return k
 
 
-def _parse_block(toks: list[_Tok], a: int, b: int) -> list[_Stmt]:
+def _parse_block(toks: list[Tok], a: int, b: int) -> list[_Stmt]:
     out, i, pragmas = [], a, []
     while i < b:
         if toks[i].kind == "pp":
             if not re.fullmatch(r"#\s*pragma\s+unroll(\s+\d+)?\s*", toks[i].text):
-                raise _Refuse(f"preprocessor line {toks[i].text!r} in the kernel")
+                raise Refuse(f"preprocessor line {toks[i].text!r} in the kernel")
             pragmas.append(i)
             i += 1
             continue
@@ -220,11 +192,11 @@ def _parse_block(toks: list[_Tok], a: int, b: int) -> list[_Stmt]:
         out.append(stmt)
         i = stmt.b
     if pragmas:
-        raise _Refuse("dangling pragma")
+        raise Refuse("dangling pragma")
     return out
 
 
-def _parse_stmt(toks: list[_Tok], i: int, b: int) -> _Stmt:
+def _parse_stmt(toks: list[Tok], i: int, b: int) -> _Stmt:
     t = toks[i].text
     if t == "{":
         j = _match(toks, i)
@@ -233,50 +205,39 @@ def _parse_stmt(toks: list[_Tok], i: int, b: int) -> _Stmt:
         return _Stmt("empty", i, i + 1)
     if t in ("for", "if") and toks[i].kind == "id":
         if i + 1 >= b or toks[i + 1].text != "(":
-            raise _Refuse(f"malformed {t}")
+            raise Refuse(f"malformed {t}")
         close = _match(toks, i + 1)
         if close + 1 >= b:
-            raise _Refuse(f"{t} without a body")
+            raise Refuse(f"{t} without a body")
         body = _parse_stmt(toks, close + 1, b)
         stmt = _Stmt(t, i, body.b, header=(i + 2, close), body=body)
         if t == "if" and body.b < b and toks[body.b].text == "else":
             stmt.orelse = _parse_stmt(toks, body.b + 1, b)
             stmt.b = stmt.orelse.b
         return stmt
-    depth, j = 0, i
-    while j < b:
-        x = toks[j].text
-        if x in "([{":
-            depth += 1
-        elif x in ")]}":
-            depth -= 1
-            if depth < 0:
-                raise _Refuse("unbalanced statement")
-        elif x == ";" and depth == 0:
-            break
-        j += 1
+    j = next((k for k in top_level(toks, i, b, balanced=True) if toks[k].text == ";"), b)
     if j >= b:
-        raise _Refuse("statement without ';'")
+        raise Refuse("statement without ';'")
     kind = "return" if t == "return" else "other"
     return _Stmt(kind, i, j + 1)
 
 
-def _split(toks: list[_Tok], a: int, b: int, sep: str) -> list[tuple[int, int]]:
-    spans, depth, cur = [], 0, a
-    for k in range(a, b):
-        x = toks[k].text
-        if x in "([{":
-            depth += 1
-        elif x in ")]}":
-            depth -= 1
-        elif x == sep and depth == 0:
+def _split(toks: list[Tok], a: int, b: int, sep: str) -> list[tuple[int, int]]:
+    spans, cur = [], a
+    for k in top_level(toks, a, b):
+        if toks[k].text == sep:
             spans.append((cur, k))
             cur = k + 1
     spans.append((cur, b))
     return spans
 
 
-def _texts(toks: list[_Tok], a: int, b: int) -> list[str]:
+def _top_level_op(toks: list[Tok], a: int, b: int, ops: set[str]) -> str | None:
+    """The first of ``ops`` outside every bracket pair of the range, if any."""
+    return next((toks[k].text for k in top_level(toks, a, b) if toks[k].text in ops), None)
+
+
+def _texts(toks: list[Tok], a: int, b: int) -> list[str]:
     return [t.text for t in toks[a:b]]
 
 
@@ -284,36 +245,36 @@ def _texts(toks: list[_Tok], a: int, b: int) -> list[str]:
 # Expressions
 
 
-def _is_operand_end(tok: _Tok | None) -> bool:
+def _is_operand_end(tok: Tok | None) -> bool:
     return tok is not None and (tok.kind in ("id", "num") or tok.text in (")", "]"))
 
 
-def _check_pure(toks: list[_Tok], a: int, b: int) -> None:
+def _check_pure(toks: list[Tok], a: int, b: int) -> None:
     """An expression with no side effects and nothing this operator does not understand."""
     for k in range(a, b):
         t = toks[k]
         prev = toks[k - 1] if k > a else None
         nxt = toks[k + 1] if k + 1 < b else None
         if t.kind == "pp":
-            raise _Refuse("preprocessor line inside an expression")
-        if t.text in _ASSIGN or t.text in ("++", "--", "->", "::", "{", "}", ";"):
-            raise _Refuse(f"side effect or unsupported operator {t.text!r} in an expression")
+            raise Refuse("preprocessor line inside an expression")
+        if t.text in ASSIGN_OPS or t.text in ("++", "--", "->", "::", "{", "}", ";"):
+            raise Refuse(f"side effect or unsupported operator {t.text!r} in an expression")
         if t.kind == "id":
             if t.text in ("threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "this"):
-                raise _Refuse(f"{t.text} outside the row index")
+                raise Refuse(f"{t.text} outside the row index")
             if nxt is not None and nxt.text == "(" and not (
                     t.text in _PURE_FUNCS or t.text in _TYPE_WORDS or t.text in _CAST_OK):
-                raise _Refuse(f"call to {t.text}")
+                raise Refuse(f"call to {t.text}")
         if t.text == "*" and not _is_operand_end(prev):
             if prev is not None and (prev.kind == "id" and prev.text in _TYPE_WORDS):
                 continue  # a pointer type inside a cast
-            raise _Refuse("pointer dereference")
+            raise Refuse("pointer dereference")
         if t.text == "&" and not _is_operand_end(prev):
             if not (prev is not None and prev.text == "(" and k >= 2 and toks[k - 2].text == "__ldg"):
-                raise _Refuse("address-of outside __ldg")
+                raise Refuse("address-of outside __ldg")
 
 
-def _subscripts(toks: list[_Tok], a: int, b: int) -> list[tuple[str, int, int]]:
+def _subscripts(toks: list[Tok], a: int, b: int) -> list[tuple[str, int, int]]:
     """Every ``name[index]`` in the range: (name, index token range)."""
     out = []
     for k in range(a, b - 1):
@@ -323,11 +284,11 @@ def _subscripts(toks: list[_Tok], a: int, b: int) -> list[tuple[str, int, int]]:
     return out
 
 
-def _mentions(toks: list[_Tok], a: int, b: int, name: str) -> bool:
+def _mentions(toks: list[Tok], a: int, b: int, name: str) -> bool:
     return any(t.kind == "id" and t.text == name for t in toks[a:b])
 
 
-def _ids(toks: list[_Tok], a: int, b: int) -> set[str]:
+def _ids(toks: list[Tok], a: int, b: int) -> set[str]:
     return {t.text for t in toks[a:b] if t.kind == "id"}
 
 
@@ -335,16 +296,12 @@ _CAST_RE = r"\(\s*(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|long|int
            r"uint64_t|ptrdiff_t)(?:\s+int)?\s*\)"
 
 
-def _additive_terms(toks: list[_Tok], a: int, b: int) -> list[tuple[str, int, int]]:
+def _additive_terms(toks: list[Tok], a: int, b: int) -> list[tuple[str, int, int]]:
     """Top-level ``+``/``-`` terms of an expression: (sign, token range)."""
-    terms, depth, cur, sign = [], 0, a, "+"
-    for k in range(a, b):
+    terms, cur, sign = [], a, "+"
+    for k in top_level(toks, a, b):
         x = toks[k].text
-        if x in "([{":
-            depth += 1
-        elif x in ")]}":
-            depth -= 1
-        elif x in ("+", "-") and depth == 0 and k > cur and _is_operand_end(toks[k - 1]):
+        if x in ("+", "-") and k > cur and _is_operand_end(toks[k - 1]):
             terms.append((sign, cur, k))
             sign, cur = x, k + 1
     terms.append((sign, cur, b))
@@ -355,7 +312,7 @@ def _strip_cast(text: str) -> str:
     return re.sub(_CAST_RE, "", text).strip()
 
 
-def _additive_in(toks: list[_Tok], a: int, b: int, var: str) -> bool:
+def _additive_in(toks: list[Tok], a: int, b: int, var: str) -> bool:
     """``var`` occurs exactly once in the index, as a top-level ``+ var`` term (distinct per iteration)."""
     hits = [(s, x, y) for s, x, y in _additive_terms(toks, a, b) if _mentions(toks, x, y, var)]
     if len(hits) != 1:
@@ -390,7 +347,7 @@ def _base_type(type_text: str) -> str:
     return {"unsigned int": "unsigned", "long int": "long", "long long int": "long long"}.get(t, t)
 
 
-def _parse_decl(toks: list[_Tok], st: _Stmt, text: str) -> list[tuple[str, str, bool, tuple[int, int] | None]]:
+def _parse_decl(toks: list[Tok], st: _Stmt, text: str) -> list[tuple[str, str, bool, tuple[int, int] | None]]:
     """Declarators of a declaration statement: (name, base type, pointer, initialiser token range)."""
     first, last = toks[st.a], toks[st.b - 2]
     src = text[first.start:last.end]
@@ -410,34 +367,31 @@ def _parse_decl(toks: list[_Tok], st: _Stmt, text: str) -> list[tuple[str, str, 
             pointer = pointer or toks[x].text == "*"
             x += 1
         if x >= y or toks[x].kind != "id" or toks[x].text in _TYPE_WORDS:
-            raise _Refuse("unsupported declarator")
+            raise Refuse("unsupported declarator")
         name = toks[x].text
         if x + 1 == y:
             out.append((name, base, pointer, None))
         elif toks[x + 1].text == "=" and x + 2 < y:
             out.append((name, base, pointer, (x + 2, y)))
         else:
-            raise _Refuse(f"unsupported declarator of {name}")
+            raise Refuse(f"unsupported declarator of {name}")
     return out
 
 
 def _params(sc: SourceScan, fn: Function) -> list[tuple[str, bool]]:
-    header = sc.text[fn.header_start:fn.body_start]
-    if "template" in header:
-        raise _Refuse("template kernel")
-    m = re.search(rf"\b{re.escape(fn.name)}\s*\(", header)
-    if m is None:
-        raise _Refuse("kernel header")
-    open_pos = m.end() - 1
-    close = header.rfind(")")
+    if "template" in sc.text[fn.header_start:fn.body_start]:
+        raise Refuse("template kernel")
+    parts = param_parts(sc.text, fn, at_call=True)
+    if parts is None:
+        raise Refuse("kernel header")
     out = []
-    for part in header[open_pos + 1:close].split(","):
+    for part in parts:
         part = part.strip()
-        if not part or part == "void":
+        if part == "void":
             continue
         m = re.search(r"([A-Za-z_]\w*)\s*(\[\s*\])?$", part)
         if not m:
-            raise _Refuse("unsupported parameter")
+            raise Refuse("unsupported parameter")
         out.append((m.group(1), "*" in part or "[" in part or "&" in part))
     return out
 
@@ -452,8 +406,8 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
     text, source = sc.text, sc.source
     body = text[fn.body_start:fn.body_end]
     if _FORBIDDEN.search(body):
-        raise _Refuse("barriers, shared memory, warp intrinsics, atomics or 2-D indices")
-    toks = _tokens(text, fn.body_start, fn.body_end)
+        raise Refuse("barriers, shared memory, warp intrinsics, atomics or 2-D indices")
+    toks = tokens(text, fn.body_start, fn.body_end)
     stmts = _parse_block(toks, 0, len(toks))
     params = _params(sc, fn)
     scalars = {n for n, p in params if not p}
@@ -462,17 +416,17 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
 
     # 1. The row index.
     if len(stmts) < 2 or stmts[0].kind != "other":
-        raise _Refuse("no row index declaration")
+        raise Refuse("no row index declaration")
     decl = stmts[0]
     dd = _parse_decl(toks, decl, text)
     if len(dd) != 1 or dd[0][2] or dd[0][3] is None or decl.pragmas:
-        raise _Refuse("no row index declaration")
+        raise Refuse("no row index declaration")
     row, row_type, _, (ia, ib) = dd[0]
     if row_type not in ("int", "unsigned", "long", "long long", "size_t", "int64_t", "uint64_t", "int32_t",
                         "uint32_t"):
-        raise _Refuse("row index type")
+        raise Refuse("row index type")
     if "".join(_texts(toks, ia, ib)) not in _INDEX_FORMS:
-        raise _Refuse("not a 1-D global thread index")
+        raise Refuse("not a 1-D global thread index")
     index_init = (toks[ia].start, toks[ib - 1].end)
     types[row] = _Var(row, row_type, False, decl_stmt=0)
 
@@ -480,7 +434,7 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
     guard = stmts[1]
     guard_rewrite = guard_close = None
     if guard.kind != "if" or guard.orelse is not None:
-        raise _Refuse("no row guard")
+        raise Refuse("no row guard")
     ha, hb = guard.header
     cond = _texts(toks, ha, hb)
     assert guard.body is not None
@@ -488,7 +442,7 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
         guard.body.kind == "block" and len(guard.body.children) == 1 and guard.body.children[0].kind == "return"
         and guard.body.children[0].b - guard.body.children[0].a == 2)
     if len(cond) < 3:
-        raise _Refuse("no row guard")
+        raise Refuse("no row guard")
     if cond[0] == row and cond[1] == ">=" and returns:
         ba, bb = ha + 2, hb
     elif cond[-1] == row and cond[-2] == "<=" and returns:
@@ -498,12 +452,12 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
     elif cond[-1] == row and cond[-2] == ">" and guard.body.kind == "block" and len(stmts) == 2:
         ba, bb = ha, hb - 2
     else:
-        raise _Refuse("no row guard")
+        raise Refuse("no row guard")
     _check_pure(toks, ba, bb)
     _check_low(toks, ba, bb)
     for ident in _ids(toks, ba, bb):
         if ident not in scalars and ident not in constants and ident not in _TYPE_WORDS:
-            raise _Refuse(f"row bound uses {ident}")
+            raise Refuse(f"row bound uses {ident}")
     bound = source[toks[ba].start:toks[bb - 1].end]
     if len(stmts) == 2:  # `if (r < B) { ... }`: the rest of the body is inside the if
         rest = guard.body.children
@@ -513,7 +467,7 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
     else:
         rest = stmts[2:]
     if not any(st.kind == "for" for st in rest):
-        raise _Refuse("no loop")
+        raise Refuse("no loop")
 
     # 3. The statements after the guard.
     loops: list[_Loop] = []
@@ -533,16 +487,16 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
                 last_assign[red.var] = idx
             continue
         if st.pragmas:
-            raise _Refuse("pragma on a straight-line statement")
+            raise Refuse("pragma on a straight-line statement")
         if st.kind == "empty":
             continue
         if st.kind != "other":
-            raise _Refuse(f"unsupported statement ({st.kind}) outside the loops")
+            raise Refuse(f"unsupported statement ({st.kind}) outside the loops")
         dd = _parse_decl(toks, st, text)
         if dd:
             for name, base, pointer, init in dd:
                 if name in declared or name == row:
-                    raise _Refuse(f"redeclaration of {name}")
+                    raise Refuse(f"redeclaration of {name}")
                 var = _Var(name, base, pointer, decl_stmt=idx)
                 if init is not None:
                     _check_pure(toks, *init)
@@ -550,11 +504,11 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
                     if pointer:
                         ptrs = [declared[i] for i in _ids(toks, *init) if i in declared and declared[i].pointer]
                         if not ptrs:
-                            raise _Refuse(f"pointer {name} not derived from a parameter")
+                            raise Refuse(f"pointer {name} not derived from a parameter")
                         var.roots = frozenset().union(*(p.roots for p in ptrs))
                         var.row_strided = any(p.row_strided for p in ptrs) or _row_product(var.init, row)
                 elif pointer:
-                    raise _Refuse(f"uninitialised pointer {name}")
+                    raise Refuse(f"uninitialised pointer {name}")
                 declared[name] = var
                 last_assign[name] = idx
             roots: set[str] = set()
@@ -572,10 +526,10 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
             name = toks[lhs[0]].text
             var = declared.get(name)
             if var is None or name == row:
-                raise _Refuse(f"assignment to {name}")
+                raise Refuse(f"assignment to {name}")
             if var.pointer:
                 if op not in ("+=", "-="):
-                    raise _Refuse(f"pointer {name} re-pointed")
+                    raise Refuse(f"pointer {name} re-pointed")
                 var.row_strided = var.row_strided or _row_product(source[toks[rhs[0]].start:toks[rhs[1] - 1].end],
                                                                   row)
             last_assign[name] = idx
@@ -587,17 +541,16 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
             accesses.append((idx, _roots_mentioned(toks, st.a, st.b, declared) | written, written, True))
             writes.append(st)
     if not row_walk:
-        raise _Refuse("no loop walks a row")
+        raise Refuse("no loop walks a row")
     # A buffer written by one statement is not touched by any other (no barrier orders them), except
     # by another straight-line write: both run, in program order, on the same single thread.
     for idx, _, wr, single in accesses:
         for jdx, acc, _, other_single in accesses:
             if jdx != idx and wr & acc and not (single and other_single):
-                raise _Refuse(f"{', '.join(sorted(wr & acc))} written and accessed by different statements")
+                raise Refuse(f"{', '.join(sorted(wr & acc))} written and accessed by different statements")
 
     launches = _launches(sc, fn, params, bound)
-    line_start = text.rfind("\n", 0, toks[decl.a].start) + 1
-    indent = re.match(r"[ \t]*", source[line_start:]).group(0)  # type: ignore[union-attr]
+    indent = line_indent(source, toks[decl.a].start, text)
     return _Plan(fn, fn.name, row, index_init, toks[decl.b - 1].end, guard_rewrite, guard_close, bound, loops,
                  writes, declared, launches, toks, indent)
 
@@ -607,21 +560,17 @@ def _roots_of(name: str, declared: dict[str, _Var]) -> frozenset[str]:
     return var.roots if var is not None and var.pointer else frozenset({name})
 
 
-def _check_low(toks: list[_Tok], a: int, b: int) -> None:
+_LOW = {"<", ">", "<=", ">=", "==", "!=", "&&", "||", "&", "|", "^", "?", ":", ","}  # binds looser than + - * /
+
+
+def _check_low(toks: list[Tok], a: int, b: int) -> None:
     """No top-level operator binding looser than arithmetic (a bound is one value, not a condition)."""
-    low = {"<", ">", "<=", ">=", "==", "!=", "&&", "||", "&", "|", "^", "?", ":", ","}
-    depth = 0
-    for k in range(a, b):
-        x = toks[k].text
-        if x in "([{":
-            depth += 1
-        elif x in ")]}":
-            depth -= 1
-        elif depth == 0 and x in low:
-            raise _Refuse(f"operator {x} in a bound")
+    x = _top_level_op(toks, a, b, _LOW)
+    if x is not None:
+        raise Refuse(f"operator {x} in a bound")
 
 
-def _roots_mentioned(toks: list[_Tok], a: int, b: int, declared: dict[str, _Var]) -> set[str]:
+def _roots_mentioned(toks: list[Tok], a: int, b: int, declared: dict[str, _Var]) -> set[str]:
     out: set[str] = set()
     for t in toks[a:b]:
         if t.kind == "id" and t.text in declared and declared[t.text].pointer:
@@ -632,69 +581,61 @@ def _roots_mentioned(toks: list[_Tok], a: int, b: int, declared: dict[str, _Var]
     return out
 
 
-def _assignment(toks: list[_Tok], st: _Stmt) -> tuple[tuple[int, int], str, tuple[int, int]]:
+def _assignment(toks: list[Tok], st: _Stmt) -> tuple[tuple[int, int], str, tuple[int, int]]:
     """``lhs op rhs;`` (``x++``/``++x`` as ``x += 1``): token ranges and the operator."""
     a, b = st.a, st.b - 1
     if b - a == 2 and toks[a + 1].text in ("++", "--"):
-        raise _Refuse("increment statement")
+        raise Refuse("increment statement")
     if b - a >= 2 and toks[a].text in ("++", "--"):
-        raise _Refuse("increment statement")
-    depth = 0
-    for k in range(a, b):
-        x = toks[k].text
-        if x in "([{":
-            depth += 1
-        elif x in ")]}":
-            depth -= 1
-        elif depth == 0 and x in _ASSIGN:
-            if k == a or k + 1 >= b:
-                break
-            return (a, k), x, (k + 1, b)
-    raise _Refuse("statement is not an assignment")
+        raise Refuse("increment statement")
+    k = next((k for k in top_level(toks, a, b) if toks[k].text in ASSIGN_OPS), None)
+    if k is None or k == a or k + 1 >= b:
+        raise Refuse("statement is not an assignment")
+    return (a, k), toks[k].text, (k + 1, b)
 
 
-def _lvalue_subscript(toks: list[_Tok], lhs: tuple[int, int]) -> tuple[str, int, int]:
+def _lvalue_subscript(toks: list[Tok], lhs: tuple[int, int]) -> tuple[str, int, int]:
     a, b = lhs
     if b - a >= 4 and toks[a].kind == "id" and toks[a + 1].text == "[" and _match(toks, a + 1) == b - 1:
         return toks[a].text, a + 2, b - 1
-    raise _Refuse("unsupported assignment target")
+    raise Refuse("unsupported assignment target")
 
 
-def _analyse_loop(toks: list[_Tok], st: _Stmt, text: str, source: str, declared: dict[str, _Var], row: str,
+def _analyse_loop(toks: list[Tok], st: _Stmt, text: str, source: str, declared: dict[str, _Var], row: str,
                   last_assign: dict[str, int], idx: int) -> tuple[_Loop, set[str], set[str], bool]:
     ha, hb = st.header
     parts = _split(toks, ha, hb, ";")
     if len(parts) != 3:
-        raise _Refuse("unsupported for header")
+        raise Refuse("unsupported for header")
     (ia, ib), (ca, cb), (sa, sb) = parts
     # init: `T c = S`
     k = ia
     while k < ib and toks[k].text in _INDEX_TYPES:
         k += 1
     if k == ia or k + 2 >= ib or toks[k].kind != "id" or toks[k + 1].text != "=":
-        raise _Refuse("loop variable not declared in the loop")
+        raise Refuse("loop variable not declared in the loop")
     var = toks[k].text
     if var in declared:
-        raise _Refuse(f"loop variable {var} shadows")
+        raise Refuse(f"loop variable {var} shadows")
     start = (k + 2, ib)
     _check_pure(toks, *start)
     if _mentions(toks, *start, var) or _split(toks, *start, ",") != [start]:
-        raise _Refuse("loop start")
+        raise Refuse("loop start")
     # cond: `c < E` / `c <= E`
     if cb - ca < 3 or toks[ca].text != var or toks[ca + 1].text not in ("<", "<="):
-        raise _Refuse("loop condition")
+        raise Refuse("loop condition")
     _check_pure(toks, ca + 2, cb)
     if _mentions(toks, ca + 2, cb, var) or _split(toks, ca + 2, cb, ",") != [(ca + 2, cb)]:
-        raise _Refuse("loop bound depends on the loop variable")
+        raise Refuse("loop bound depends on the loop variable")
     _check_low(toks, ca + 2, cb)
     step = "".join(_texts(toks, sa, sb))
     if step not in (f"++{var}", f"{var}++", f"{var}+=1", f"{var}={var}+1"):
-        raise _Refuse("loop step is not +1")
+        raise Refuse("loop step is not +1")
     # body: simple statements only
     assert st.body is not None
     body = st.body.children if st.body.kind == "block" else [st.body]
     if st.body.kind == "block" and st.body.pragmas:
-        raise _Refuse("pragma in loop body")
+        raise Refuse("pragma in loop body")
     local: dict[str, _Var] = {}
     reductions: dict[str, _Reduction] = {}
     write_sites: list[tuple[str, str, str]] = []  # (root, base, index text)
@@ -702,22 +643,22 @@ def _analyse_loop(toks: list[_Tok], st: _Stmt, text: str, source: str, declared:
     header_ids = _ids(toks, ha, hb)
     for s in body:
         if s.pragmas or s.kind not in ("other", "empty"):
-            raise _Refuse("control flow inside a loop body")
+            raise Refuse("control flow inside a loop body")
         if s.kind == "empty":
             continue
         dd = _parse_decl(toks, s, text)
         if dd:
             for name, base, pointer, init in dd:
                 if name in declared or name in local or name == var:
-                    raise _Refuse(f"{name} shadows")
+                    raise Refuse(f"{name} shadows")
                 if init is None:
-                    raise _Refuse("uninitialised local in a loop")
+                    raise Refuse("uninitialised local in a loop")
                 _check_pure(toks, *init)
                 v = _Var(name, base, pointer)
                 if pointer:
                     ptrs = [declared[i] for i in _ids(toks, *init) if i in declared and declared[i].pointer]
                     if not ptrs:
-                        raise _Refuse(f"pointer {name}")
+                        raise Refuse(f"pointer {name}")
                     v.roots = frozenset().union(*(p.roots for p in ptrs))
                 local[name] = v
             continue
@@ -727,25 +668,25 @@ def _analyse_loop(toks: list[_Tok], st: _Stmt, text: str, source: str, declared:
             name = toks[lhs[0]].text
             if name in local:
                 if local[name].pointer:
-                    raise _Refuse("pointer arithmetic in a loop")
+                    raise Refuse("pointer arithmetic in a loop")
                 continue
             if name == var:
-                raise _Refuse("loop variable modified")
+                raise Refuse("loop variable modified")
             acc = declared.get(name)
             if acc is None or acc.pointer or acc.decl_stmt < 0 or name == row:
-                raise _Refuse(f"{name} written in a loop")
+                raise Refuse(f"{name} written in a loop")
             if acc.type not in ("float", "double", "int"):
-                raise _Refuse(f"reduction over {acc.type}")
+                raise Refuse(f"reduction over {acc.type}")
             if name in reductions:
-                raise _Refuse(f"{name} updated twice in one loop")
+                raise Refuse(f"{name} updated twice in one loop")
             reductions[name] = _reduction(toks, lhs, op, rhs, acc)
             continue
         base, xa, xb = _lvalue_subscript(toks, lhs)
         _check_pure(toks, xa, xb)
         if not _additive_in(toks, xa, xb, var):
-            raise _Refuse("memory write whose index is not distinct per iteration")
+            raise Refuse("memory write whose index is not distinct per iteration")
         if base in local:
-            raise _Refuse("write through a loop-local pointer")
+            raise Refuse("write through a loop-local pointer")
         roots = _roots_of(base, declared)
         idx_text = " ".join(_texts(toks, xa, xb))
         write_sites.extend((r, base, idx_text) for r in roots)
@@ -753,23 +694,23 @@ def _analyse_loop(toks: list[_Tok], st: _Stmt, text: str, source: str, declared:
     for name, red in reductions.items():
         count = sum(1 for t in toks[st.body.a:st.body.b] if t.kind == "id" and t.text == name)
         if count != red.uses or name in header_ids:
-            raise _Refuse(f"accumulator {name} read inside its loop")
+            raise Refuse(f"accumulator {name} read inside its loop")
     # every access to a written buffer is the written element itself
     written_roots = {r for r, _, _ in write_sites}
     for r in written_roots:
         sites = {(b, i) for rr, b, i in write_sites if rr == r}
         if len(sites) != 1:
-            raise _Refuse("buffer written at two different places in a loop")
+            raise Refuse("buffer written at two different places in a loop")
         base, index = next(iter(sites))
         for name, xa, xb in _subscripts(toks, st.a, st.b):
             broots = local[name].roots if name in local and local[name].pointer else _roots_of(name, declared)
             if r in broots and (name != base or " ".join(_texts(toks, xa, xb)) != index):
-                raise _Refuse("buffer read and written at different elements in a loop")
+                raise Refuse("buffer read and written at different elements in a loop")
         pointers = {**declared, **local}
         for t in toks[st.a:st.b]:
             v = pointers.get(t.text) if t.kind == "id" else None
             if v is not None and v.pointer and r in v.roots and t.text != base:
-                raise _Refuse("buffer used through two pointers in a loop")
+                raise Refuse("buffer used through two pointers in a loop")
     # row walk: P[... + c] with a row-strided index or pointer, or a row range read from memory
     csr = any(_mentions(toks, xa, xb, row) for _, xa, xb in _subscripts(toks, *start))
     for name, xa, xb in _subscripts(toks, st.body.a, st.body.b):
@@ -789,15 +730,15 @@ def _analyse_loop(toks: list[_Tok], st: _Stmt, text: str, source: str, declared:
     return loop, accessed | written_roots, written_roots, walks
 
 
-def _reduction(toks: list[_Tok], lhs: tuple[int, int], op: str, rhs: tuple[int, int], acc: _Var) -> _Reduction:
+def _reduction(toks: list[Tok], lhs: tuple[int, int], op: str, rhs: tuple[int, int], acc: _Var) -> _Reduction:
     name = acc.name
     ra, rb = rhs
     if op in ("+=", "-="):
         if _mentions(toks, ra, rb, name):
-            raise _Refuse(f"accumulator {name} read in its update")
+            raise Refuse(f"accumulator {name} read in its update")
         return _Reduction(name, "sum", "", acc.type, 1)
     if op != "=":
-        raise _Refuse(f"{op} is not a recognised reduction")
+        raise Refuse(f"{op} is not a recognised reduction")
     rt = _texts(toks, ra, rb)
     # fmaxf(v, e) / fmaxf(e, v) / max / min forms
     if len(rt) >= 6 and rt[0] in _MAX_FUNCS and rt[1] == "(" and _match(toks, ra + 1) == rb - 1:
@@ -806,24 +747,16 @@ def _reduction(toks: list[_Tok], lhs: tuple[int, int], op: str, rhs: tuple[int, 
             for mine, other in (args, args[::-1]):
                 if _texts(toks, *mine) == [name] and not _mentions(toks, *other, name):
                     return _Reduction(name, _MAX_FUNCS[rt[0]], rt[0], acc.type, 2)
-        raise _Refuse(f"{rt[0]} is not a reduction of {name}")
+        raise Refuse(f"{rt[0]} is not a reduction of {name}")
     # v = v + e / v = e + v: the rest is an additive chain, so reassociation is exact in the reals
-    low = {"?", ":", "<", ">", "<=", ">=", "==", "!=", "&&", "||", "&", "|", "^", "<<", ">>", ","}
-    depth = 0
-    for k in range(ra, rb):
-        x = toks[k].text
-        if x in "([{":
-            depth += 1
-        elif x in ")]}":
-            depth -= 1
-        elif depth == 0 and x in low:
-            raise _Refuse("update is not a plain sum")
+    if _top_level_op(toks, ra, rb, _LOW | {"<<", ">>"}) is not None:
+        raise Refuse("update is not a plain sum")
     terms = _additive_terms(toks, ra, rb)
     mine = [t for t in terms if _mentions(toks, t[1], t[2], name)]
     if len(mine) == 1 and mine[0][0] == "+" and _texts(toks, mine[0][1], mine[0][2]) == [name] and len(terms) > 1:
         if mine[0] is terms[0] or mine[0] is terms[-1]:
             return _Reduction(name, "sum", "", acc.type, 2)
-    raise _Refuse(f"update of {name} is not a recognised reduction")
+    raise Refuse(f"update of {name} is not a recognised reduction")
 
 
 def _is_identity(init: str, red: _Reduction) -> bool:
@@ -849,43 +782,40 @@ def _identity(red: _Reduction) -> str:
 def _launches(sc: SourceScan, fn: Function, params: list[tuple[str, bool]], bound: str
               ) -> list[tuple[Launch, str, str]]:
     out = []
-    sites = [launch for launch in sc.launches if launch.kernel == fn.name]
+    sites = sc.launches_of(fn.name)
     if not sites:
-        raise _Refuse("kernel is never launched")
+        raise Refuse("kernel is never launched")
     for launch in sites:
         grid, block = sc.expr(launch.grid), sc.expr(launch.block)
         if "dim3" in grid or "dim3" in block:
-            raise _Refuse("dim3 launch")
-        host = next((f for f in sc.functions if f.name == launch.host), None)
+            raise Refuse("dim3 launch")
+        host = sc.host_function(launch)
         if host is None:
-            raise _Refuse("launch outside a function")
+            raise Refuse("launch outside a function")
         host_body = sc.text[host.body_start:host.body_end]
         dim3_names = {m.group(1) for m in DIM3_DECL.finditer(host_body)}
         if set(re.findall(r"[A-Za-z_]\w*", grid + " " + block)) & dim3_names:
-            raise _Refuse("dim3 launch")
+            raise Refuse("dim3 launch")
         dims = sc.block_dims(launch)
         if dims is None or dims[1] != 1 or dims[2] != 1 or dims[0] % 32 or dims[0] > 1024:
-            raise _Refuse("block size not a resolvable multiple of 32")
+            raise Refuse("block size not a resolvable multiple of 32")
         end = sc.text.find(">>>", launch.block[1])
         k = end + 3
         while k < len(sc.text) and sc.text[k].isspace():
             k += 1
         if k >= len(sc.text) or sc.text[k] != "(":
-            raise _Refuse("launch arguments")
-        depth, j = 0, k
-        while j < len(sc.text):
-            depth += {"(": 1, ")": -1}.get(sc.text[j], 0)
-            if depth == 0:
-                break
-            j += 1
+            raise Refuse("launch arguments")
+        j = close_of(sc.text, k)
+        if j is None:  # an unclosed call: the arguments run to the end of the text
+            j = len(sc.text)
         args = [sc.source[a:b].strip() for a, b in split_top(sc.text, k + 1, j)]
         if len(args) != len(params):
-            raise _Refuse("launch argument count")
+            raise Refuse("launch argument count")
         used = set(re.findall(r"[A-Za-z_]\w*", bound))
         for (name, _), arg in zip(params, args, strict=True):  # repeated in the grid: must be a plain value
             calls = [f for f in re.findall(r"(\w+)\s*\(", arg) if f not in ("min", "max", "static_cast", "sizeof")]
             if name in used and (re.search(r"\+\+|--|(?<![=!<>])=(?!=)", arg) or calls):
-                raise _Refuse("launch argument with a side effect")
+                raise Refuse("launch argument with a side effect")
         mapping = {name: arg for (name, _), arg in zip(params, args, strict=True)}
 
         def sub(m: re.Match[str], mapping: dict[str, str] = mapping) -> str:
@@ -903,20 +833,10 @@ def _launches(sc: SourceScan, fn: Function, params: list[tuple[str, bool]], boun
 # Code generation
 
 
-def _fresh(text: str, want: str, taken: set[str] | None = None) -> str:
-    name = want
-    while re.search(rf"\b{re.escape(name)}\b", text) or name in (taken or ()):
-        name += "_"
-    if taken is not None:
-        taken.add(name)
-    return name
-
-
 def _unwrap(source: str, opening: tuple[int, int, str], closing: tuple[int, int]
             ) -> tuple[int, list[tuple[int, int, str]]]:
     """Edits that dedent the body of ``if (r < B) { ... }`` by one level and drop its closing brace."""
-    guard_line = source.rfind("\n", 0, opening[0]) + 1
-    guard_indent = re.match(r"[ \t]*", source[guard_line:]).group(0)  # type: ignore[union-attr]
+    guard_indent = line_indent(source, opening[0])
     close_line = source.rfind("\n", 0, closing[0]) + 1
     brace_alone = not source[close_line:closing[0]].strip() and not source[closing[1]:].split("\n", 1)[0].strip()
     starts = [m.end() for m in re.finditer(r"\n", source[opening[1]:closing[0]])]
@@ -925,7 +845,7 @@ def _unwrap(source: str, opening: tuple[int, int, str], closing: tuple[int, int]
     for ls in starts:
         line = source[ls:source.find("\n", ls) if source.find("\n", ls) >= 0 else len(source)]
         if line.strip():
-            indent = re.match(r"[ \t]*", line).group(0)  # type: ignore[union-attr]
+            indent = line_indent(source, ls)
             if indent.startswith(guard_indent) and len(indent) > len(guard_indent):
                 dedent = len(indent) - len(guard_indent)
             break
@@ -943,15 +863,6 @@ def _unwrap(source: str, opening: tuple[int, int, str], closing: tuple[int, int]
     return dedent, edits
 
 
-def _trimmed(text: str, span: tuple[int, int]) -> tuple[int, int]:
-    a, b = span
-    while a < b and text[a].isspace():
-        a += 1
-    while b > a and text[b - 1].isspace():
-        b -= 1
-    return a, b
-
-
 def _combine(red: _Reduction, v: str, other: str) -> str:
     if red.kind == "sum":
         return f"{v} += {other};"
@@ -962,10 +873,10 @@ def _generate(sc: SourceScan, plan: _Plan, variant: str) -> str:
     source, toks = sc.source, plan.toks
     names = sc.text  # fresh names are checked against code, not comments
     edits: list[tuple[int, int, str]] = []
-    lane = _fresh(names, "lane")
-    off = _fresh(names, "off")
+    lane = fresh_name(names, "lane")
+    off = fresh_name(names, "off")
     block = variant == "block"
-    threads = _fresh(names, BLOCK_TUNABLE) if block else ""
+    threads = fresh_name(names, BLOCK_TUNABLE) if block else ""
     tid = "threadIdx.x"
     lane_expr = "(threadIdx.x & 31)" if block else lane
     stride = threads if block else "32"
@@ -1000,13 +911,12 @@ def _generate(sc: SourceScan, plan: _Plan, variant: str) -> str:
         edits.append((toks[loop.start[0]].start, toks[loop.start[1] - 1].end, new_start))
         edits.append((toks[loop.step[0]].start, toks[loop.step[1] - 1].end, f"{loop.var} += {stride}"))
         begin = toks[st.pragmas[0]].start if st.pragmas else toks[st.a].start
-        line_start = source.rfind("\n", 0, begin) + 1
-        lind = re.match(r"[ \t]*", source[line_start:]).group(0)[dedent:]  # type: ignore[union-attr]
+        lind = line_indent(source, begin)[dedent:]
         before, after = [], []
         for red in loop.reductions:
             v = red.var
             ident = _identity(red)
-            saved = _fresh(names, f"{v}_in", taken) if v in loop.general else ""
+            saved = fresh_name(names, f"{v}_in", taken) if v in loop.general else ""
             if saved:
                 before.append(f"{red.ctype} {saved} = {v};\n{lind}{v} = {ident};\n{lind}")
             after.append(f"for (int {off} = 16; {off} > 0; {off} >>= 1) "
@@ -1014,7 +924,7 @@ def _generate(sc: SourceScan, plan: _Plan, variant: str) -> str:
             if block:
                 arr = shared.get(red.ctype)
                 if arr is None:
-                    arr = _fresh(names, f"row_partial_{red.ctype}", taken)
+                    arr = fresh_name(names, f"row_partial_{red.ctype}", taken)
                     shared[red.ctype] = arr
                 code = [f"if ({threads} > 32) {{"]
                 if arr in used:
@@ -1052,8 +962,8 @@ def _generate(sc: SourceScan, plan: _Plan, variant: str) -> str:
     # launches
     for launch, rows, block_expr in plan.launches:
         if block:
-            edits.append((*_trimmed(sc.text, launch.grid), rows))
-            edits.append((*_trimmed(sc.text, launch.block), threads))
+            edits.append((*trim_span(sc.text, launch.grid), rows))
+            edits.append((*trim_span(sc.text, launch.block), threads))
         else:
             if re.fullmatch(r"\d+", block_expr):
                 n = int(block_expr)
@@ -1061,7 +971,7 @@ def _generate(sc: SourceScan, plan: _Plan, variant: str) -> str:
             else:
                 b = block_expr if re.fullmatch(r"[A-Za-z_]\w*", block_expr) else f"({block_expr})"
                 grid = f"((long long)({rows}) * 32 + {b} - 1) / {b}"
-            edits.append((*_trimmed(sc.text, launch.grid), grid))
+            edits.append((*trim_span(sc.text, launch.grid), grid))
 
     if block:
         header = sc.text[plan.fn.header_start:plan.fn.body_start]
@@ -1071,10 +981,7 @@ def _generate(sc: SourceScan, plan: _Plan, variant: str) -> str:
         line_start = source.rfind("\n", 0, plan.fn.header_start) + 1
         edits.append((line_start, line_start, f"#define {threads} {BLOCK_DEFAULT}\n"))
 
-    out = source
-    for s, e, t in sorted(edits, key=lambda x: (x[0], x[1]), reverse=True):
-        out = out[:s] + t + out[e:]
-    return out
+    return apply_edits(source, edits, stable=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1090,7 +997,7 @@ def rows_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     for fn in sc.kernels():
         try:
             plan = _analyse(sc, fn)
-        except (_Refuse, IndexError, KeyError):
+        except (Refuse, IndexError, KeyError):
             continue
         loops = len(plan.loops)
         reds = [r.var for loop in plan.loops for r in loop.reductions]
@@ -1102,7 +1009,7 @@ def rows_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
         for variant in ("warp", "block"):
             try:
                 new = _generate(sc, plan, variant)
-            except (_Refuse, IndexError, KeyError):
+            except (Refuse, IndexError, KeyError):
                 continue
             if variant == "warp":
                 desc = f"warp-per-row {fn.name}: lanes stride the {what} (shuffle butterfly)"

@@ -56,7 +56,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veriforge.optiml.operators import EditProposal, _findings, find_tunables
-from veriforge.optiml.source_scan import DIM3_DECL, Function, SourceScan, scan
+from veriforge.optiml.source_scan import DIM3_DECL, Function, SourceScan, param_parts, scan
+from veriforge.optiml.source_tokens import ASSIGN_OPS, Refuse, Tok, apply_edits, fresh_name, tokens
 
 __all__ = ["stage_shared_edits"]
 
@@ -72,42 +73,8 @@ _TYPE_WORDS = {"int", "float", "double", "unsigned", "signed", "long", "short", 
                "float2", "float4", "int2", "int4", "__restrict__"}
 
 
-class Refuse(Exception):
-    """The kernel is outside what this operator understands: no edit."""
-
-
 # ---------------------------------------------------------------------------------------------
-# Tokens and a small C expression / statement parser (positions into the blanked text)
-
-
-@dataclass(frozen=True)
-class Tok:
-    kind: str  # id | num | op | pp
-    text: str
-    start: int
-    end: int
-
-
-_TOKEN = re.compile(
-    r"(?P<ws>\s+)|(?P<pp>#[^\n]*)"
-    r"|(?P<num>0[xX][0-9a-fA-F]+[uUlL]*|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[fFuUlL]*)"
-    r"|(?P<id>[A-Za-z_]\w*)"
-    r"|(?P<op><<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||\+=|-=|\*=|/=|%=|&=|\|=|\^=|::|[-+*/%<>=!~&|^?:;,.()\[\]{}])"
-)
-
-
-def _tokens(text: str, start: int, end: int) -> list[Tok]:
-    out: list[Tok] = []
-    pos = start
-    while pos < end:
-        m = _TOKEN.match(text, pos, end)
-        if not m:
-            raise Refuse(f"unexpected character {text[pos]!r}")
-        kind = m.lastgroup or "ws"
-        if kind != "ws":
-            out.append(Tok(kind, m.group(0), m.start(), m.end()))
-        pos = m.end()
-    return out
+# A small C expression / statement parser over the tokens of the blanked text (positions into it)
 
 
 @dataclass
@@ -133,7 +100,6 @@ class Stmt:
 
 _BIN_PREC = {"||": 4, "&&": 5, "|": 6, "^": 7, "&": 8, "==": 9, "!=": 9, "<": 10, "<=": 10, ">": 10, ">=": 10,
              "<<": 11, ">>": 11, "+": 12, "-": 12, "*": 13, "/": 13, "%": 13}
-_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^="}
 
 
 class Parser:
@@ -175,7 +141,7 @@ class Parser:
     def assign(self) -> Node:
         lhs = self.ternary()
         t = self.peek()
-        if t is not None and t.kind == "op" and t.text in _ASSIGN:
+        if t is not None and t.kind == "op" and t.text in ASSIGN_OPS:
             self.next()
             rhs = self.assign()
             return Node("assign", t.text, [lhs, rhs], lhs.start, rhs.end)
@@ -573,7 +539,7 @@ class Analyzer:
         self.block_consts = dict(block_consts or {})
         self.used_consts: set[str] = set()
         self.params = _params(sc, fn)
-        toks = _tokens(sc.text, fn.body_start, fn.body_end)
+        toks = tokens(sc.text, fn.body_start, fn.body_end)
         self.body = Parser(toks).statements()
         self.loops: dict[str, tuple[int, int]] = {}
         self.accesses: dict[str, list[Access]] = {}
@@ -844,16 +810,14 @@ def _always_returns(s: Stmt) -> bool:
 
 
 def _params(sc: SourceScan, fn: Function) -> list[tuple[str, str]]:
-    header = sc.text[fn.header_start:fn.body_start]
-    open_pos = header.find("(", header.find(fn.name))
-    close_pos = header.rfind(")")
-    if open_pos < 0 or close_pos < 0:
+    parts = param_parts(sc.text, fn)
+    if parts is None:
         raise Refuse("no parameter list")
     out = []
-    for part in header[open_pos + 1:close_pos].split(","):
+    for part in parts:
         m = re.fullmatch(r"\s*(.*?[\s*&])\s*([A-Za-z_]\w*)\s*", part, re.S)
         if not m:
-            if part.strip() in ("", "void"):
+            if part.strip() == "void":
                 continue
             raise Refuse(f"parameter {part.strip()!r}")
         out.append((" ".join(m.group(1).replace("*", " * ").split()), m.group(2)))
@@ -953,15 +917,23 @@ def _decompose(r: Poly, strides: list[Poly]) -> list[Poly] | None:
     return out if rebuilt == r else None
 
 
-def _plan(an: Analyzer, name: str, dims: int) -> Plan | None:
-    """Stage ``name`` when every read is ``X[sum_a (g_a + d_a) * stride_a]`` with constant-bounded
-    ``d_a`` and each read provably inside the kernel's domain (see the module docstring)."""
+def _stageable(an: Analyzer, name: str) -> tuple[list[Access], str] | None:
+    """The reads of pointer ``name`` and its element type, when it is only ever read as ``name[...]``
+    and its elements are a type the staging code can hold."""
     accesses = an.accesses.get(name, [])
     if not accesses or name in an.bad:
         return None
     elem = " ".join(w for w in an.pointers[name].replace("*", " ").split() if w not in ("const", "__restrict__"))
-    if elem not in _ELEM_TYPES:
+    return (accesses, elem) if elem in _ELEM_TYPES else None
+
+
+def _plan(an: Analyzer, name: str, dims: int) -> Plan | None:
+    """Stage ``name`` when every read is ``X[sum_a (g_a + d_a) * stride_a]`` with constant-bounded
+    ``d_a`` and each read provably inside the kernel's domain (see the module docstring)."""
+    reads = _stageable(an, name)
+    if reads is None:
         return None
+    accesses, elem = reads
     axes = AXES[:dims]
     coords = [_gcoord(a) for a in axes]
     loops = an.loops
@@ -1048,12 +1020,10 @@ def _coef_plan(an: Analyzer, name: str) -> CoefPlan | None:
     function of loop variables and no condition limits *which entries* are read other than a
     thread's position (the halo clipping ``j >= 0 && j < n``): the whole constant index range is
     then read by the kernel (by an interior thread), so loading it up front reads nothing new."""
-    accesses = an.accesses.get(name, [])
-    if not accesses or name in an.bad:
+    reads = _stageable(an, name)
+    if reads is None:
         return None
-    elem = " ".join(w for w in an.pointers[name].replace("*", " ").split() if w not in ("const", "__restrict__"))
-    if elem not in _ELEM_TYPES:
-        return None
+    accesses, elem = reads
     loops = an.loops
     if not all(_loopvar_poly(a.poly, loops) for a in accesses):
         return None
@@ -1085,11 +1055,11 @@ def _coef_plan(an: Analyzer, name: str) -> CoefPlan | None:
 
 def _block_shape(sc: SourceScan, fn: Function) -> tuple[int, list[str | None]] | None:
     """(dimensions of the block, per-axis file-level constant naming its size) of the kernel's one launch."""
-    launches = [launch for launch in sc.launches if launch.kernel == fn.name]
+    launches = sc.launches_of(fn.name)
     if len(launches) != 1:
         return None
     launch = launches[0]
-    host = next((f for f in sc.functions if f.name == launch.host), None)
+    host = sc.host_function(launch)
     if host is None or host.kernel or host.device:
         return None
     expr = sc.expr(launch.block)
@@ -1136,12 +1106,8 @@ def _worst_tile(halo: list[int]) -> int:
 
 
 def _fresh(text: str, base: str) -> str:
-    name = base
-    k = 2
-    while re.search(rf"\b{name}", text):  # also keeps the derived names ({name}_t, ...) free
-        name = f"{base}{k}"
-        k += 1
-    return name
+    """``base``, ``base2``, ...: the first that starts no identifier of ``text`` (``{name}_t``, ... stay free)."""
+    return fresh_name(text, base, numbered=True, prefix=True)
 
 
 def _sign(v: int) -> str:
@@ -1292,9 +1258,7 @@ def _kernel_edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditP
             replacements.append((node.start, node.end, f"{tile}[{text}]"))
         coefs.append(coef)
     prologue += f"{indent}__syncthreads();\n"
-    out = source
-    for start, end, text in sorted(replacements, reverse=True):
-        out = out[:start] + text + out[end:]
+    out = apply_edits(source, replacements)
     insert = fn.body_start
     nl = out.find("\n", insert)
     if nl >= 0 and not out[insert:nl].strip():

@@ -79,8 +79,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veriforge.cuda.evaluate.cleanup import strip_c
-from veriforge.optiml.operators import EditProposal, _findings, _matching_paren, _statement_after
-from veriforge.optiml.source_scan import DIM3_DECL, EXPR_DECL, SourceScan, eval_int, identifiers, scan, split_top
+from veriforge.optiml.operators import EditProposal, _findings
+from veriforge.optiml.source_scan import (
+    DIM3_DECL,
+    EXPR_DECL,
+    SourceScan,
+    eval_int,
+    identifiers,
+    param_parts,
+    scan,
+    split_top,
+)
+from veriforge.optiml.source_tokens import apply_edits, close_of, line_indent, statement_after, trim_span
 
 __all__ = ["vectorize_edits"]
 
@@ -155,16 +165,12 @@ class _Kernel:
 
 
 def _params(sc: SourceScan, fn: Any) -> list[_Param] | None:
-    header = sc.text[fn.header_start:fn.body_start]
-    open_rel = header.find("(", header.find(fn.name))
-    if open_rel < 0:
-        return None
-    close = _matching_paren(sc.text, fn.header_start + open_rel)
-    if close is None:
+    parts = param_parts(sc.text, fn, nested=True)
+    if parts is None:
         return None
     out = []
-    for s, e in split_top(sc.text, fn.header_start + open_rel + 1, close):
-        part = " ".join(sc.text[s:e].split())
+    for raw in parts:
+        part = " ".join(raw.split())
         m = re.fullmatch(r"(.*?)\b([A-Za-z_]\w*)\s*", part)
         if not m or not m.group(1).strip():
             return None
@@ -182,7 +188,7 @@ def _thread_index(init: str) -> bool:
     """``blockIdx.x * blockDim.x + threadIdx.x`` in any order, with integer casts and parentheses."""
     e = _INT_CAST.sub("", init)
     e = re.sub(r"\s+", "", e)
-    while e.startswith("(") and e.endswith(")") and _matching_paren(e, 0) == len(e) - 1:
+    while e.startswith("(") and e.endswith(")") and close_of(e, 0) == len(e) - 1:
         e = e[1:-1]
     terms = e.split("+")
     if len(terms) != 2:
@@ -206,13 +212,12 @@ def _match_kernel(sc: SourceScan, fn: Any) -> _Kernel | None:
         return None
     itype = " ".join(decl.group(1).split())
     ivar, init = decl.group(2), " ".join(src[b0 + decl.start(3):b0 + decl.end(3)].split())
-    line_start = text.rfind("\n", 0, b0 + decl.start(2)) + 1
-    indent = re.match(r"[ \t]*", src[line_start:]).group(0)  # type: ignore[union-attr]
+    indent = line_indent(src, b0 + decl.start(2), text)
     pos = b0 + decl.end()
     guard = re.compile(r"\s*if\s*\(").match(text, pos)
     if not guard:
         return None
-    close = _matching_paren(text, guard.end() - 1)
+    close = close_of(text, guard.end() - 1)
     if close is None:
         return None
     cond = text[guard.end():close].strip()
@@ -226,12 +231,12 @@ def _match_kernel(sc: SourceScan, fn: Any) -> _Kernel | None:
         while k < b1 and text[k].isspace():
             k += 1
         if k < b1 and text[k] == "{":
-            end = _block_end(text, k)
+            end = close_of(text, k, "{")
             if end is None or text[end + 1:b1].strip():
                 return None
             span = (k + 1, end)
         else:
-            stmt = _statement_after(text, after)
+            stmt = statement_after(text, after)
             if re.match(r"\s*(?:if|for|while|do|switch|else)\b", stmt):
                 return None
             s = text.find(stmt, after)
@@ -250,18 +255,6 @@ def _match_kernel(sc: SourceScan, fn: Any) -> _Kernel | None:
         return None
     return _Kernel(fn.name, params, ivar, itype, init, " ".join(bound.split()), span, (b0 + decl.start(1), b1),
                    indent)
-
-
-def _block_end(text: str, open_pos: int) -> int | None:
-    depth = 0
-    for k in range(open_pos, len(text)):
-        if text[k] == "{":
-            depth += 1
-        elif text[k] == "}":
-            depth -= 1
-            if depth == 0:
-                return k
-    return None
 
 
 def _analyse_body(sc: SourceScan, k: _Kernel) -> bool:
@@ -320,8 +313,8 @@ def _analyse_body(sc: SourceScan, k: _Kernel) -> bool:
     other_access: set[str] = set()
     for m in re.finditer(r"(?<![\w.])([A-Za-z_]\w*)\s*\[", body):
         name = m.group(1)
-        close = _matching_bracket(body, m.end() - 1)
-        if close is None:
+        close = close_of(body, m.end() - 1, "[(")
+        if close is None or body[close] != "]":
             return False
         index = body[m.end():close]
         rest = body[close + 1:]
@@ -396,18 +389,6 @@ def _callees_pure(sc: SourceScan, body: str, depth: int = 0) -> bool:
     return True
 
 
-def _matching_bracket(text: str, open_pos: int) -> int | None:
-    depth = 0
-    for k in range(open_pos, len(text)):
-        if text[k] in "[(":
-            depth += 1
-        elif text[k] in "])":
-            depth -= 1
-            if depth == 0:
-                return k if text[k] == "]" else None
-    return None
-
-
 def _depths(body: str) -> list[int]:
     out, d = [], 0
     for ch in body:
@@ -448,7 +429,7 @@ def _loops(sc: SourceScan, s0: int, s1: int) -> list[tuple[int, int, bool]]:
             constant = False
         else:
             open_pos = text.find("(", start)
-            close = _matching_paren(text, open_pos) if open_pos >= 0 else None
+            close = close_of(text, open_pos) if open_pos >= 0 else None
             if close is None:
                 out.append((m.start(), s1 - s0, False))
                 continue
@@ -461,7 +442,7 @@ def _loops(sc: SourceScan, s0: int, s1: int) -> list[tuple[int, int, bool]]:
                 constant = bool(init and cond and init.group(1) == cond.group(1)
                                 and eval_int(init.group(2), env) is not None
                                 and eval_int(cond.group(3), env) is not None)
-        stmt = _statement_after(text, stmt_from)
+        stmt = statement_after(text, stmt_from)
         end = text.find(stmt, stmt_from) + len(stmt) if stmt else stmt_from
         out.append((m.start(), max(end, stmt_from) - s0, constant))
     return out
@@ -473,7 +454,7 @@ def _loops(sc: SourceScan, s0: int, s1: int) -> list[tuple[int, int, bool]]:
 
 def _launch_edits(sc: SourceScan, k: _Kernel, vec: int) -> list[tuple[int, int, str]] | None:
     text = sc.text
-    launches = [la for la in sc.launches if la.kernel == k.name]
+    launches = sc.launches_of(k.name)
     if not launches:
         return None
     for m in re.finditer(rf"(?<![\w.]){re.escape(k.name)}\b", text):
@@ -489,7 +470,7 @@ def _launch_edits(sc: SourceScan, k: _Kernel, vec: int) -> list[tuple[int, int, 
         open_m = re.compile(r"\s*\(").match(text, end + 3)
         if not open_m:
             return None
-        close = _matching_paren(text, open_m.end() - 1)
+        close = close_of(text, open_m.end() - 1)
         if close is None:
             return None
         args = [" ".join(text[s:e].split()) for s, e in split_top(text, open_m.end(), close)]
@@ -513,7 +494,7 @@ def _launch_edits(sc: SourceScan, k: _Kernel, vec: int) -> list[tuple[int, int, 
         host_ids = identifiers(host_bound)
         if not host_ids:
             return None
-        host_fn = next((f for f in sc.functions if f.name == la.host), None)
+        host_fn = sc.host_function(la)
         defs: dict[str, str] = {}
         dim3s: set[str] = set()
         if host_fn is not None:
@@ -538,10 +519,7 @@ def _launch_edits(sc: SourceScan, k: _Kernel, vec: int) -> list[tuple[int, int, 
         lit = re.fullmatch(r"(\d+)[uU]?", block)
         minus = f" + {int(lit.group(1)) - 1}" if lit else f" + {b} - 1"
         new_grid = f"(({host_bound} + {vec - 1}) / {vec}{minus}) / {b}"
-        g0, g1 = la.grid
-        lead = len(sc.source[g0:g1]) - len(sc.source[g0:g1].lstrip())
-        trail = len(sc.source[g0:g1]) - len(sc.source[g0:g1].rstrip())
-        edits.append((g0 + lead, g1 - trail, new_grid))
+        edits.append((*trim_span(sc.source, la.grid), new_grid))
     return edits
 
 
@@ -667,9 +645,7 @@ def vectorize_edits(source: str, findings: Sequence[Any] = ()) -> list[EditPropo
             done.append(k)
         if not done:
             return []
-        new = source
-        for s, e, text in sorted(edits, reverse=True):
-            new = new[:s] + text + new[e:]
+        new = apply_edits(source, edits)
         names = ", ".join(k.name for k in done)
         vt = "/".join(sorted({f"{_VECTOR_TYPES[t]}{vec}" for k in done for t in k.vec.values()}))
         scalar = sorted({r for k in done for r in k.scalar_reads})

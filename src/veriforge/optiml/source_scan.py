@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veriforge.cuda.evaluate.cleanup import strip_c
+from veriforge.optiml.source_tokens import close_of, top_level
 
-__all__ = ["Function", "Launch", "SourceScan", "eval_int", "identifiers", "scan", "split_top"]
+__all__ = ["Function", "Launch", "SourceScan", "eval_int", "grid_follow_spans", "identifiers", "param_parts", "scan",
+           "split_top"]
 
 _INT = r"(?:unsigned\s+int|unsigned|int|size_t|long\s+long|long|short|uint32_t|int32_t|int64_t|uint64_t)"
 CONST_DECL = re.compile(
@@ -70,6 +72,15 @@ class SourceScan:
                 return f
         return None
 
+    def launches_of(self, kernel: str) -> list[Launch]:
+        return [launch for launch in self.launches if launch.kernel == kernel]
+
+    def host_function(self, launch: Launch, *, containing: bool = False) -> Function | None:
+        """The definition named ``launch.host``: the first one, or with ``containing`` the one whose body
+        holds the launch (they differ only when host functions are overloaded)."""
+        return next((f for f in self.functions if f.name == launch.host
+                     and (not containing or f.body_start <= launch.start < f.body_end)), None)
+
     def expr(self, span: tuple[int, int]) -> str:
         return self.text[span[0]:span[1]].strip()
 
@@ -78,13 +89,18 @@ class SourceScan:
 
     def constants(self) -> dict[str, int]:
         """File-level integer constants with literal values (``#define``, ``const``, ``constexpr``)."""
-        env: dict[str, int] = {}
+        return {name: decl[0] for name, decl in self.constant_decls().items()}
+
+    def constant_decls(self) -> dict[str, tuple[int, int, int, str]]:
+        """name -> (value, statement start, statement end, ``"define"``/``"const"``) of the file-level
+        integer constants; a later definition of a name wins."""
+        out: dict[str, tuple[int, int, int, str]] = {}
         for m in DEFINE.finditer(self.text):
-            env[m.group(1)] = int(m.group(2))
+            out[m.group(1)] = (int(m.group(2)), m.start(), m.end(), "define")
         for m in CONST_DECL.finditer(self.text):
             if self.function_at(m.start()) is None:
-                env[m.group(1)] = int(m.group(2))
-        return env
+                out[m.group(1)] = (int(m.group(2)), m.start(), m.end(), "const")
+        return out
 
     def host_env(self, host: str, scalars: dict[str, int] | None = None) -> dict[str, Any]:
         """Constants plus the literal/dim3/derived locals of host function ``host``, in order."""
@@ -135,18 +151,68 @@ def scan(source: str) -> SourceScan:
 
 def split_top(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Spans of the top-level comma-separated parts of ``text[start:end]``."""
-    spans, depth, cur = [], 0, start
-    for k in range(start, end):
-        ch = text[k]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
+    spans, cur = [], start
+    for k in top_level(text, start, end):
+        if text[k] == ",":
             spans.append((cur, k))
             cur = k + 1
     spans.append((cur, end))
     return [s for s in spans if text[s[0]:s[1]].strip()]
+
+
+def param_parts(text: str, fn: Function, *, at_call: bool = False, nested: bool = False) -> list[str] | None:
+    """The raw text of each parameter declaration of ``fn`` (blank parts dropped); None when no list is found.
+
+    The list opens at the first ``(`` after the first occurrence of the name in the header, or with
+    ``at_call`` at the first ``name(``. It closes at the header's last ``)`` and every comma separates,
+    or with ``nested`` at the ``)`` matching the opening one and only top-level commas separate. The
+    operators differ on exotic headers (a ``__launch_bounds__(...)`` before a name that occurs earlier
+    in the header, commas inside parentheses) and each keeps the rule it was written with.
+    """
+    header = text[fn.header_start:fn.body_start]
+    if at_call:
+        m = re.search(rf"\b{re.escape(fn.name)}\s*\(", header)
+        if m is None:
+            return None
+        open_rel = m.end() - 1
+    else:
+        open_rel = header.find("(", header.find(fn.name))
+        if open_rel < 0:
+            return None
+    if nested:
+        close = close_of(text, fn.header_start + open_rel)
+        if close is None:
+            return None
+        return [text[a:b] for a, b in split_top(text, fn.header_start + open_rel + 1, close)]
+    close_rel = header.rfind(")")
+    if close_rel < 0:
+        return None
+    return [part for part in header[open_rel + 1:close_rel].split(",") if part.strip()]
+
+
+_CEIL_DIV = re.compile(r"(?<![\w.])(\d+)\s*\)\s*/\s*(\d+)(?![\w.])")
+_DIV = re.compile(r"/\s*(\d+)(?![\w.])")
+
+
+def grid_follow_spans(text: str, g0: int, g1: int, value: int) -> list[tuple[int, int, int]]:
+    """Spans of the literals in a grid expression ``text[g0:g1]`` that must follow a block size of
+    ``value``, each with its offset from the block size: ``(span start, span end, offset)``.
+
+    Only the divisor of a division by ``value`` (offset 0) and the ``value - 1`` of a ceil-division
+    ``(n + value-1) / value`` (offset -1) follow; any other literal in the grid is left alone. Matching
+    by pattern (not by equal value) also works for tiny block sizes, where a stray ``1`` or ``2`` would
+    otherwise be ambiguous — an earlier value-based rule stopped following at block size 2 and left
+    grids 4x too large, which an optimiser then exploited.
+    """
+    part = text[g0:g1]
+    spans: dict[int, tuple[int, int, int]] = {}
+    for m in _CEIL_DIV.finditer(part):
+        if int(m.group(2)) == value and int(m.group(1)) == value - 1:
+            spans[m.start(1)] = (g0 + m.start(1), g0 + m.end(1), -1)
+    for m in _DIV.finditer(part):
+        if int(m.group(1)) == value:
+            spans[m.start(1)] = (g0 + m.start(1), g0 + m.end(1), 0)
+    return [spans[k] for k in sorted(spans)]
 
 
 def identifiers(expr: str) -> set[str]:
