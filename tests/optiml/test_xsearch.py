@@ -136,3 +136,17 @@ def test_standalone_kernel_without_task_is_refused(tmp_path) -> None:
     kernel.write_text("__global__ void k(float* x) { x[0] = 1; }\n")
     with pytest.raises(OptimizeInputError, match="--task"):
         optimize(str(kernel))
+
+
+@pytest.mark.parametrize(("task", "marker", "least"), [
+    ("c2cuda/softmax_rows", "__shfl_xor_sync", 20.0),  # rows: thread-per-row → cooperative rows
+    ("c2cuda/stencil_1d_radius3", "__shared__", 1.5),  # stage_shared: halo tile in shared memory
+])
+def test_search_reaches_the_restructured_kernel(tmp_path, task, marker, least) -> None:
+    """Within a few evaluations the built-in restructuring edits are tried first and win, verified."""
+    settings = XSearchSettings(max_evaluations=4, final_top_k=1, seed=0)
+    result = optimize(task, settings=settings, store=RunStore(tmp_path / "runs.sqlite"))
+    best = result.search.best
+    assert best.id != 0 and marker in best.state.source
+    assert result.speedup >= least
+    assert best.evaluation.details["verified_configs"]  # the winner passed the verifier on every config

@@ -18,6 +18,19 @@ carries the edits an engineer tries first, each a plain text transformation of t
   (the block-size expression itself when it is a file-level constant, so later tuning keeps it
   consistent; tuning also raises a literal bound that would fall below the new block size).
 
+Restructuring operators, one module each (imported on first use), change how work maps onto
+threads; each refuses any kernel outside the pattern it fully understands:
+
+* **vectorize** (:mod:`.ops_vectorize`) — 1-D element-wise kernels handle 4 (or 2) elements per
+  thread with ``float4``/``int4`` accesses behind a run-time alignment check, scalar tail.
+* **swap_axes**, **block_shape** (:mod:`.ops_layout`) — exchange the x/y thread mapping of a 2-D
+  kernel, or reshape a multi-dimensional block (per-axis constants) to 32/64 threads along x;
+  their priors follow a static prediction of which accesses become unit-stride along the warp.
+* **rows** (:mod:`.ops_rows`) — thread-per-row loops become warp-per-row or block-per-row with
+  shuffle / shared-memory all-reductions.
+* **stage_shared** (:mod:`.ops_stage`) — constant-offset stencils read their input window (and
+  small coefficient tables) from a shared-memory tile loaded once per block.
+
 Every edit is a new :class:`~veriforge.core.types.Candidate` with a description and the evidence
 that motivated it (diagnosis findings of the parent, the tunable's uses). Nothing here decides
 that an edit is correct: the verifier does, and a wrong edit is rejected there.
@@ -57,7 +70,7 @@ __all__ = [
 ]
 
 OPERATORS = ("tune", "unroll", "restrict", "launch_bounds", "vectorize", "swap_axes", "block_shape", "rows",
-             "stage_shared")
+             "stage_shared", "aggregate", "fuse")
 
 _log = logging.getLogger(__name__)
 
@@ -538,6 +551,8 @@ _OPERATOR_FUNCS = {
     "block_shape": _restructuring("ops_layout", "block_shape_edits"),
     "rows": _restructuring("ops_rows", "rows_edits"),
     "stage_shared": _restructuring("ops_stage", "stage_shared_edits"),
+    "aggregate": _restructuring("ops_aggregate", "aggregate_edits"),
+    "fuse": _restructuring("ops_fuse", "fuse_edits"),
 }
 
 
