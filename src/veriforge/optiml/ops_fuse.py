@@ -163,16 +163,13 @@ def _statement(sc: SourceScan, la: Launch) -> tuple[tuple[int, int], list[tuple[
     end = text.find(">>>", la.block[1])
     if end < 0 or len(split_top(text, m.end(), end)) != 2:
         return None  # shared-memory size or stream
-    open_m = re.compile(r"\s*\(").match(text, end + 3)
-    if not open_m:
+    call = sc.launch_call(la)
+    if call is None:
         return None
-    close = close_of(text, open_m.end() - 1)
-    if close is None:
-        return None
-    semi = re.compile(r"\s*;").match(text, close + 1)
+    semi = re.compile(r"\s*;").match(text, call[2] + 1)
     if not semi:
         return None
-    return (la.start, semi.end()), split_top(text, open_m.end(), close)
+    return (la.start, semi.end()), call[0]
 
 
 def _pure_arg(arg: str) -> bool:

@@ -88,7 +88,6 @@ from veriforge.optiml.source_scan import (
     identifiers,
     param_parts,
     scan,
-    split_top,
 )
 from veriforge.optiml.source_tokens import apply_edits, close_of, line_indent, statement_after, trim_span
 
@@ -464,16 +463,10 @@ def _launch_edits(sc: SourceScan, k: _Kernel, vec: int) -> list[tuple[int, int, 
         return None  # used other than by a launch (a function pointer, cudaLaunchKernel): launches unseen
     edits = []
     for la in launches:
-        end = text.find(">>>", la.block[1])
-        if end < 0:
+        call = sc.launch_call(la)
+        if call is None:
             return None
-        open_m = re.compile(r"\s*\(").match(text, end + 3)
-        if not open_m:
-            return None
-        close = close_of(text, open_m.end() - 1)
-        if close is None:
-            return None
-        args = [" ".join(text[s:e].split()) for s, e in split_top(text, open_m.end(), close)]
+        args = [" ".join(text[s:e].split()) for s, e in call[0]]
         if len(args) != len(k.params):
             return None
         arg_of = {p.name: a for p, a in zip(k.params, args, strict=True)}

@@ -75,6 +75,21 @@ class SourceScan:
     def launches_of(self, kernel: str) -> list[Launch]:
         return [launch for launch in self.launches if launch.kernel == kernel]
 
+    def launch_call(self, launch: Launch) -> tuple[list[tuple[int, int]], int, int] | None:
+        """``(argument spans, position of '(', position of ')')`` of the call after ``<<<...>>>``;
+        None when the call cannot be read (no ``>>>``, no parenthesis, unbalanced)."""
+        text = self.text
+        end = text.find(">>>", launch.block[1])
+        if end < 0:
+            return None
+        open_m = re.compile(r"\s*\(").match(text, end + 3)
+        if not open_m:
+            return None
+        close = close_of(text, open_m.end() - 1)
+        if close is None:
+            return None
+        return split_top(text, open_m.end(), close), open_m.end() - 1, close
+
     def host_function(self, launch: Launch, *, containing: bool = False) -> Function | None:
         """The definition named ``launch.host``: the first one, or with ``containing`` the one whose body
         holds the launch (they differ only when host functions are overloaded)."""
