@@ -254,7 +254,9 @@ REFUSED = {
     "written input": STENCIL_1D.replace("y[i] = s;", "y[i] = s; ((float*)x)[i] = s;"),
     "input written through its name": STENCIL_1D.replace("const float* x", "float* x").replace(
         "y[i] = s;", "x[i] = s; y[i] = s;"),
-    "runtime offsets": """
+    # run-time offsets are staged in dynamic shared memory, but a literal block size in the launch would
+    # not follow the tune operator's change of it into the launch's byte count
+    "runtime offsets with a literal block size": """
 __global__ void conv1d(const float* x, const float* wk, float* y, int m, int k) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < m) {
@@ -320,3 +322,166 @@ def test_bundled_stencil_through_the_evaluator() -> None:
     assert result.correct, result.verdict.reason
     staged, _ = time_of(result.measurements, "estimated")
     assert base and staged and staged < 0.7 * base  # 7 global reads of x and 7 of w per output are gone
+
+
+# ---------------------------------------------------------------------------------------------
+# Run-time-sized windows and tables: dynamic shared memory sized at the launch
+
+CONV_1D = """
+__global__ void conv1d(const float* x, const float* wk, float* y, int m, int k) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < m) {
+        float s = 0.0f;
+        for (int j = 0; j < k; ++j) {
+            s += x[i + j] * wk[j];
+        }
+        y[i] = s;
+    }
+}
+
+extern "C" void solve(const float* x, const float* wk, float* y, int n, int k) {
+    int m = n - k + 1;
+    int threads = 32;
+    conv1d<<<(m + threads - 1) / threads, threads>>>(x, wk, y, m, k);
+}
+"""
+
+POLY = """
+__global__ void poly(const float* x, const float* coef, float* y, int n, int degree) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float xi = x[i];
+        float sum = 0.0f;
+        float p = 1.0f;
+        for (int k = 0; k <= degree; ++k) {
+            sum += coef[k] * p;
+            p *= xi;
+        }
+        y[i] = sum;
+    }
+}
+
+extern "C" void solve(const float* x, const float* coef, float* y, int n, int degree) {
+    dim3 block(32);
+    poly<<<(n + 31) / 32, block>>>(x, coef, y, n, degree);
+}
+"""
+
+
+def _check_conv1d(source: str, cases: tuple[tuple[int, int], ...]) -> None:
+    mod = cpu.compile(source, sanitize=True)  # out-of-bounds tile or dynamic shared accesses fault
+    rng = np.random.default_rng(6)
+    for n, k in cases:
+        x = rng.standard_normal(n).astype(np.float32)
+        wk = rng.uniform(-1, 1, k).astype(np.float32)
+        m = n - k + 1
+        y = np.full(m, np.nan, np.float32)
+        mod.call("solve", [x, wk, y, n, k])
+        ref = np.correlate(x.astype(np.float64), wk.astype(np.float64), mode="valid")
+        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+
+
+def _check_poly(source: str, cases: tuple[tuple[int, int], ...]) -> None:
+    mod = cpu.compile(source, sanitize=True)
+    rng = np.random.default_rng(7)
+    for n, degree in cases:
+        x = rng.uniform(-1, 1, n).astype(np.float32)
+        coef = rng.uniform(-1, 1, max(degree + 1, 1)).astype(np.float32)
+        y = np.full(n, np.nan, np.float32)
+        mod.call("solve", [x, coef, y, n, degree])
+        ref = sum(coef[k] * x.astype(np.float64) ** k for k in range(degree + 1)) if degree >= 0 else np.zeros(n)
+        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)
+
+
+def test_runtime_window_and_table_are_staged_in_dynamic_shared_memory() -> None:
+    [edit] = stage_shared_edits(CONV_1D)
+    assert edit.evidence["arrays"] == ["x"] and edit.evidence["coefficients"] == ["wk"] and edit.evidence["dynamic"]
+    assert edit.evidence["reads_replaced"] == 2 and edit.prior == 2.0
+    src = edit.source
+    assert "extern __shared__ float stage_smem[];" in src and "float* wk_s = stage_smem + x_tile_n;" in src
+    assert "const int x_tile_n = ((int)blockDim.x + (k - 1));" in src
+    assert "x_tile_g < k + m - 1" in src  # the valid range: the last output reads x[m - 1 + k - 1]
+    assert "(stage_smem_on ? x_tile[threadIdx.x + (j)] : x[i + j])" in src
+    assert "(stage_smem_on ? wk_s[j] : wk[j])" in src
+    # the launch requests the bytes from its own block and argument expressions
+    assert "threads, (((int)(k) - 1) >= 0 && ((int)(threads) + ((int)(k) - 1)) + ((int)(k)) <= 12288" in src
+    assert src.index("__syncthreads();") < src.index("if (i < m)")
+    # k = 1; n < block; a window (32 + 39) larger than the block; several blocks; over 48 KiB: global fallback
+    _check_conv1d(src, ((5, 1), (10, 3), (77, 40), (300, 5), (6140, 6130)))
+    [threads] = [t for t in find_tunables(src) if t.name == "threads"]
+    _check_conv1d(apply_tunable(src, threads, 64), ((3, 3), (200, 17)))
+    _check_conv1d(apply_tunable(src, threads, 1024), ((1500, 64), (9, 9)))
+
+
+def test_runtime_table_alone_is_staged_with_a_dim3_block() -> None:
+    [edit] = stage_shared_edits(POLY)
+    assert edit.evidence["arrays"] == [] and edit.evidence["coefficients"] == ["coef"]
+    src = edit.source
+    assert "(stage_smem_on ? coef_s[k] : coef[k])" in src and "const int coef_s_n = (degree + 1);" in src
+    assert "(int)(block.x)" not in src  # the table's size does not depend on the block
+    assert "block, (((int)(degree)) >= 0 && ((int)(degree) + 1) <= 12288 ? " in src
+    # degree 0, a table larger than the block, n < block, several blocks, an empty loop, and over 48 KiB
+    _check_poly(src, ((5, 0), (5, 40), (70, 7), (3, -1), (3, 13000)))
+    assert stage_shared_edits(src) == []
+
+
+def test_runtime_staging_has_no_race() -> None:
+    mod = cpu.compile(_only_edit(CONV_1D))
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(100).astype(np.float32)
+    wk = rng.standard_normal(9).astype(np.float32)
+    y = np.zeros(92, np.float32)
+    report = mod.race_check("conv1d", (3, 1, 1), (32, 1, 1), [x, wk, y, 92, 9], shared_mem=(32 + 8 + 9) * 4)
+    assert not report.differences
+
+
+REFUSED_DYNAMIC = {
+    "launch with a stream": CONV_1D.replace("threads>>>", "threads, 0, 0>>>"),
+    "launch with a dynamic size": CONV_1D.replace("threads>>>", "threads, 64>>>"),
+    "block expression with a call": CONV_1D.replace("threads>>>", "pick(threads)>>>").replace(
+        "extern", "int pick(int t) { return t; }\nextern"),
+    "argument with a side effect": CONV_1D.replace("y, m, k);", "y, m, k += 0);"),
+    "entries picked by a condition": CONV_1D.replace("s += x[i + j] * wk[j];", "if (j < 3) s += x[i + j] * wk[j];"),
+    "bound written in the kernel": CONV_1D.replace("float s = 0.0f;", "float s = 0.0f; k = k + 0;"),
+    "bound changed in the kernel": POLY.replace("k <= degree", "k <= d").replace(
+        "float p = 1.0f;", "float p = 1.0f; int d = degree; d++;"),
+}
+
+
+def test_runtime_window_not_proven_stays_in_global_memory() -> None:
+    [edit] = stage_shared_edits(CONV_1D.replace("x[i + j]", "x[i - j]"))  # reads below the block: not proven
+    assert edit.evidence["arrays"] == [] and edit.evidence["coefficients"] == ["wk"]
+    assert "s += x[i - j] * (stage_smem_on ? wk_s[j] : wk[j]);" in edit.source
+    # a second condition (thread 0 skipped) leaves the window's ends unread by the kernel: not staged
+    [edit] = stage_shared_edits(CONV_1D.replace("if (i < m)", "if (i < m && i > 0)"))
+    assert edit.evidence["arrays"] == [] and "s += x[i + j] * (stage_smem_on ? wk_s[j] : wk[j]);" in edit.source
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_DYNAMIC))
+def test_runtime_staging_refuses(case: str) -> None:
+    assert stage_shared_edits(REFUSED_DYNAMIC[case]) == []
+
+
+@pytest.mark.nvcc
+def test_runtime_edits_compile_with_nvcc() -> None:
+    from veriforge.cuda.toolchain.compiler import compile as nvcc_compile
+
+    for source in (CONV_1D, POLY):
+        nvcc_compile(_only_edit(source), arch="sm_90")
+
+
+@pytest.mark.parametrize("task", ["conv1d_kernel", "polynomial_eval"])
+def test_bundled_runtime_sized_tasks_through_the_evaluator(task: str) -> None:
+    from veriforge.core.types import Candidate
+    from veriforge.cuda.evaluate import evaluate
+    from veriforge.cuda.tasks import bundled_tasks, load_task
+    from veriforge.optiml.objective import time_of
+
+    spec = next(s for s in map(load_task, bundled_tasks("c2cuda")) if s.id == task)
+    naive = (spec.folder / spec.implementations[0].file).read_text()
+    base, _ = time_of(evaluate(spec, Candidate(source=naive, language="cuda"), backend="cpu").measurements,
+                      "estimated")
+    result = evaluate(spec, Candidate(source=_only_edit(naive), language="cuda"), backend="cpu")
+    assert result.correct, result.verdict.reason
+    staged, _ = time_of(result.measurements, "estimated")
+    assert base and staged and staged < 0.5 * base  # k (degree + 1) global reads of the table per output are gone

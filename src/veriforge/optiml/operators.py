@@ -30,6 +30,10 @@ threads; each refuses any kernel outside the pattern it fully understands:
   shuffle / shared-memory all-reductions.
 * **stage_shared** (:mod:`.ops_stage`) — constant-offset stencils read their input window (and
   small coefficient tables) from a shared-memory tile loaded once per block.
+* **aggregate** (:mod:`.ops_aggregate`) — one atomic per thread to a shared address becomes one
+  per warp / block / grid-stride thread after a shuffle reduction.
+* **fuse** (:mod:`.ops_fuse`) — consecutive element-wise launches over the same index space become
+  one kernel, intermediates kept in registers.
 
 Every edit is a new :class:`~veriforge.core.types.Candidate` with a description and the evidence
 that motivated it (diagnosis findings of the parent, the tunable's uses). Nothing here decides

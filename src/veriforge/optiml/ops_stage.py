@@ -46,6 +46,31 @@ Why it is correct (preconditions, all checked; anything else yields no edit):
   (at most 1024 threads, z at most 64), so the ``tune`` operator may still change the block size or
   shape later. Offsets must not depend on tunable constants (tuning would outgrow the halo).
 * The kernel has exactly one launch site; its block has as many dimensions as the indexing.
+
+Run-time-sized windows and tables (1-D kernels; tried only when the constant case yields no edit, so
+every constant-case edit is unchanged). A ``for`` loop with a constant start, step ``++`` and a bound that
+is linear in unmodified int parameters (``j < k``, ``k <= degree``) gives its variable the range
+``[start, bound]``; with it:
+
+* a window: every ``X[idx]`` is ``gx + d`` with ``d`` from a constant ``lo >= 0`` up to a run-time ``hi``
+  (``x[i + j]``: ``0 .. k - 1``) and the only condition around each read is the guard ``gx < E``; the
+  reads lie in ``[0, E + hi)`` and the last in-domain thread reads ``X[E - 1 + hi]`` (thread 0 reads
+  ``X[lo]``), so the staged range ``[lo, E + hi)`` is memory the kernel reads. The tile
+  holds ``blockDim.x + hi - lo`` elements loaded exactly as in the constant case.
+* a table: every ``W[idx]`` is independent of the thread, from a constant first entry up to a run-time
+  last one (``coef[0 .. degree]``). Every entry in between is read by any thread that runs the loop,
+  because no condition around the reads mentions a loop variable (checked for windows too).
+
+Both live in one ``extern __shared__ T smem[]`` (all staged arrays share the element type T, so the
+regions ``smem + offset`` are aligned; arrays of another type stay in global memory). The kernel stages
+only when ``hi >= lo`` for every region (the loop runs at all: otherwise the original read nothing) and
+the total fits 48 KiB; that flag is uniform across the block, every staged read becomes
+``(flag ? tile[...] : X[idx])`` and the barrier is unconditional, so for any size the kernel is the
+original kernel or the staged one. The launch gets a third parameter computing the same flag and
+``flag ? bytes : 0`` from the launch's own block expression and argument expressions (converted to
+``int`` like the call does). Refused: a launch that already has a third parameter or a stream, a block
+or a used argument that is not a plain arithmetic expression (calls, ``++``, assignments anywhere in the
+arguments), and a literal block size (tuning it would not reach the copy in the byte count).
 """
 
 from __future__ import annotations
@@ -530,8 +555,13 @@ class Analyzer:
     """Walks one kernel: resolves int variables to polynomials, tracks dominating conditions and
     collects every ``X[...]`` read of the candidate pointers with the facts that hold there."""
 
-    def __init__(self, sc: SourceScan, fn: Function, block_consts: dict[str, str] | None = None) -> None:
+    def __init__(self, sc: SourceScan, fn: Function, block_consts: dict[str, str] | None = None,
+                 dynamic: bool = False) -> None:
         self.sc = sc
+        # With ``dynamic``, ``for`` loops with a constant start and a bound over unmodified int parameters
+        # (``j < k``) are resolved too: their variables go to ``dyn_loops`` as (start, last) with a symbolic last.
+        self.dynamic = dynamic
+        self.dyn_loops: dict[str, tuple[int, Poly]] = {}
         self.fn = fn
         self.consts = sc.constants()
         # File-level constants that are the launch's block size in some axes (``dim3 block(B, B, B)``):
@@ -721,6 +751,11 @@ class Analyzer:
                 self.loops[var] = (lo, hi)
                 inner.env[var] = Poly.sym(var)
                 inner.facts += [Poly.sym(var) - Poly.const(lo), Poly.const(hi) - Poly.sym(var)]
+            elif self.dynamic and (dyn := self._dyn_loop_range(init, cond, step)) is not None:
+                var, first, last = dyn
+                self.dyn_loops[var] = (first, last)
+                inner.env[var] = Poly.sym(var)
+                inner.facts += [Poly.sym(var) - Poly.const(first), last - Poly.sym(var)]
             elif init.kind == "decl":
                 for name, _ in init.names:
                     inner.env.pop(name, None)
@@ -752,6 +787,27 @@ class Analyzer:
         if hi < a.constant():
             return None
         return var, a.constant(), hi
+
+    def _dyn_loop_range(self, init: Stmt, cond: Node | None, step: Node | None) -> tuple[str, int, Poly] | None:
+        """``for (int j = A; j < k; ++j)`` with constant A and a bound linear in unmodified int parameters."""
+        if init.kind != "decl" or len(init.names) != 1 or not _is_int_type(init.type) or cond is None or step is None:
+            return None
+        var, start = init.names[0]
+        if start is None or self._decls.get(var, 0) != 1 or self._mutated.get(var, 0) != 1:
+            return None
+        a = self.poly(start, {})
+        if a is None or not a.is_const():
+            return None
+        inc = (step.kind in ("unary", "post") and step.op == "++") or (
+            step.kind == "assign" and step.op == "+=" and step.kids[1].kind == "num" and step.kids[1].value == 1)
+        if not inc or step.kids[0].kind != "id" or step.kids[0].value != var:
+            return None
+        if cond.kind != "bin" or cond.op not in ("<", "<=") or cond.kids[0].kind != "id" or cond.kids[0].value != var:
+            return None
+        b = self.poly(cond.kids[1], {n: Poly.sym(n) for n in self.int_params})
+        if b is None or b.is_const() or not all(len(m) <= 1 for m in b.terms) or not b.symbols() <= self.int_params:
+            return None
+        return var, a.constant(), b - Poly.const(1 if cond.op == "<" else 0)
 
     def expr(self, node: Node, ctx: Ctx) -> None:
         k = node.kind
@@ -1187,6 +1243,11 @@ def _tile_index(plan: Plan, tile: str, ext: list[str], offsets: list[Poly]) -> s
 
 
 def _kernel_edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditProposal | None:
+    edit = _static_edit(sc, fn, findings)
+    return edit if edit is not None else _dynamic_edit(sc, fn, findings)
+
+
+def _static_edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditProposal | None:
     body_text = sc.text[fn.body_start:fn.body_end]
     if re.search(r"\b(__shared__|__syncthreads|__syncwarp|__syncthreads_\w+|cooperative_groups|asm)\b", body_text):
         return None
@@ -1274,6 +1335,287 @@ def _kernel_edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditP
         OPERATOR, out, f"stage {', '.join(names)} of {fn.name} in shared memory ({halos}{also})",
         {"kernel": fn.name, "arrays": names, "coefficients": [c.name for c in coefs], "dims": dims,
          "reads_replaced": sum(len(p.replace) for p in staged), "shared_bytes_bound": smem, "findings": motive},
+        2.0 + sum(float(f["severity"] or 0) for f in motive))
+
+
+# ---------------------------------------------------------------------------------------------
+# Run-time-sized windows and tables (dynamic shared memory)
+
+_SAFE_EXPR = re.compile(r"[\w\s.+\-*/%()]*")
+
+
+@dataclass
+class DynPlan:
+    """A 1-D window ``X[gx + lo .. gx + hi]`` or a table ``X[lo .. hi]`` whose ``hi`` is a run-time
+    expression over the kernel's int parameters (``k - 1``, ``degree``)."""
+
+    name: str
+    elem: str
+    table: bool
+    lo: int
+    hi: Poly
+    extent: Poly  # window: the valid range [0, extent)
+    replace: list[Node]
+    offsets: list[Poly]  # window: each read's offset from gx
+
+
+def _dyn_span(p: Poly, loops: dict[str, tuple[int, int]], dyn: dict[str, tuple[int, Poly]]) -> tuple[int, Poly] | None:
+    """(lowest, highest) value of ``p`` linear in loop variables: constant-trip ones with any coefficient,
+    run-time-bounded ones with a positive one (so the lowest value is a constant)."""
+    lo = hi = p.constant()
+    top = Poly()
+    for m, c in p.terms.items():
+        if not m:
+            continue
+        if len(m) != 1:
+            return None
+        if m[0] in loops:
+            a, b = loops[m[0]]
+            lo += min(c * a, c * b)
+            hi += max(c * a, c * b)
+        elif m[0] in dyn and c > 0:
+            first, last = dyn[m[0]]
+            lo += c * first
+            top = top + Poly.const(c) * last
+        else:
+            return None
+    return lo, top + Poly.const(hi)
+
+
+def _poly_max(polys: list[Poly]) -> Poly | None:
+    """The largest of polynomials that differ by constants; None when two differ by more."""
+    best = polys[0]
+    for p in polys[1:]:
+        d = p - best
+        if not d.is_const():
+            return None
+        if d.constant() > 0:
+            best = p
+    return best
+
+
+def _loop_free(an: Analyzer, acc: Access) -> bool:
+    """No condition around the read mentions a loop variable or a name that changes across iterations:
+    every read executes for every loop iteration of a thread that reaches it, so every entry between
+    the lowest and the highest index is read (by the thread that reads the highest)."""
+    varying = set(an.loops) | set(an.dyn_loops) | an.loop_scoped
+    for cond, _positive, _env in acc.conds:
+        if {n.value for n in _walk_nodes(cond) if n.kind == "id"} & varying:
+            return False
+    return True
+
+
+def _uses_dyn(p: Poly, an: Analyzer) -> bool:
+    return bool(p.symbols() & set(an.dyn_loops))
+
+
+def _dyn_window(an: Analyzer, name: str) -> DynPlan | None:
+    """``X[gx + d]`` for every read, ``d`` from a constant ``lo >= 0`` up to a run-time ``hi``, ``gx`` bounded by
+    the kernel's guard ``gx < E``: the reads stay inside ``[0, E + hi)``, which the last in-domain thread reads."""
+    reads = _stageable(an, name)
+    if reads is None:
+        return None
+    accesses, elem = reads
+    gx = _gcoord("x")
+    spans: list[tuple[int, Poly]] = []
+    offsets: list[Poly] = []
+    for acc in accesses:
+        d = acc.poly - gx
+        span = _dyn_span(d, an.loops, an.dyn_loops)
+        if span is None or not _loop_free(an, acc):
+            return None
+        spans.append(span)
+        offsets.append(d)
+    if not any(_uses_dyn(d, an) for d in offsets):
+        return None
+    lo = min(s[0] for s in spans)
+    hi = _poly_max([s[1] for s in spans])
+    if lo < 0 or hi is None or (hi - Poly.const(lo)).is_const() or not hi.symbols() <= an.int_params:
+        return None
+    sat = [_saturate(acc.facts, acc.diseqs) for acc in accesses]
+    one = Poly.const(1)
+    for extent in _upper_bounds(sat[0], gx, an.int_params):
+        if all(_entails(facts, extent - one - gx, an.loops) for facts in sat) and all(
+                _only_guard(an, acc, extent - one - gx) for acc in accesses):
+            return DynPlan(name, elem, False, lo, hi, extent + hi, [a.node for a in accesses], offsets)
+    return None
+
+
+def _only_guard(an: Analyzer, acc: Access, guard: Poly) -> bool:
+    """The only condition around the read is the domain guard ``gx < E``: then thread ``E - 1`` reads the
+    highest offset and thread 0 the lowest, so the whole staged range is memory the kernel reads."""
+    for cond, positive, env in acc.conds:
+        for atom, pol in _atoms(cond, positive):
+            facts, diseqs = an.cond_facts(atom, pol, env)
+            if diseqs or facts != [guard]:
+                return False
+    return True
+
+
+def _dyn_table(an: Analyzer, name: str) -> DynPlan | None:
+    """``W[j + c]`` for every read, independent of the thread, from a constant first entry up to a run-time last."""
+    reads = _stageable(an, name)
+    if reads is None:
+        return None
+    accesses, elem = reads
+    spans = []
+    for acc in accesses:
+        span = _dyn_span(acc.poly, an.loops, an.dyn_loops)
+        if span is None or not _loop_free(an, acc):
+            return None
+        spans.append(span)
+    if not any(_uses_dyn(a.poly, an) for a in accesses):
+        return None
+    first = min(s[0] for s in spans)
+    last = _poly_max([s[1] for s in spans])
+    if first < 0 or last is None or (last - Poly.const(first)).is_const() or not last.symbols() <= an.int_params:
+        return None
+    return DynPlan(name, elem, True, first, last, Poly(), [a.node for a in accesses], [a.poly for a in accesses])
+
+
+def _safe(expr: str) -> bool:
+    """Re-evaluating ``expr`` at the launch has no side effect: names, numbers, arithmetic, no calls."""
+    return bool(_SAFE_EXPR.fullmatch(expr)) and "++" not in expr and "--" not in expr and not re.search(
+        r"[A-Za-z_]\w*\s*\(", expr) and bool(expr.strip())
+
+
+def _subst(p: Poly, names: dict[str, str]) -> str:
+    return re.sub(r"[A-Za-z_][\w.]*", lambda m: names.get(m.group(0), m.group(0)), p.render())
+
+
+def _launch_bytes(sc: SourceScan, fn: Function, an: Analyzer, plans: list[DynPlan]) -> tuple[int, str] | None:
+    """Where and what to add as the launch's third parameter: the bytes the kernel's staging needs, computed
+    from the launch's own block and argument expressions exactly as the kernel computes them."""
+    [launch] = sc.launches_of(fn.name)
+    gt = sc.text.find(">>>", launch.block[1])
+    if gt < 0 or sc.text[launch.block[1]:gt].strip():
+        return None  # a dynamic size or a stream is already there
+    block = sc.expr(launch.block)
+    if not _safe(block) or re.fullmatch(r"\d\w*", block):
+        return None  # a literal block size would not follow the tune operator's change of it
+    host = sc.host_function(launch)
+    if host is not None and re.search(rf"\bdim3\s+{re.escape(block)}\b", sc.text[host.body_start:launch.start]):
+        block = f"{block}.x"
+    elif "dim3" in block:
+        return None
+    call = sc.launch_call(launch)
+    if call is None or len(call[0]) != len(an.params):
+        return None
+    if any(re.search(r"\+\+|--|(?<![=!<>])=(?!=)", sc.expr(span)) for span in call[0]):
+        return None  # an argument with a side effect: evaluating the size next to it could see either value
+    names: dict[str, str] = {}
+    for (_, pname), span in zip(an.params, call[0], strict=True):
+        arg = sc.expr(span)
+        if pname in an.int_params and _safe(arg):
+            names[pname] = f"(int)({arg})"
+    used = set().union(*(p.hi.symbols() for p in plans))
+    if not used <= set(names):
+        return None
+    counts, nonempty = _counts(plans, f"(int)({block})", names)
+    esize = int(_ELEM_TYPES[plans[0].elem][0])
+    total = " + ".join(counts)
+    on = " && ".join([*nonempty, f"{total} <= {MAX_STATIC_SMEM // esize}"])
+    return gt, f", ({on} ? (size_t)({total}) * sizeof({plans[0].elem}) : (size_t)0)"
+
+
+def _counts(plans: list[DynPlan], block: str, names: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Per plan its element count and the condition that its loop runs at all (``hi >= lo``)."""
+    counts, nonempty = [], []
+    for p in plans:
+        halo = p.hi - Poly.const(p.lo)
+        counts.append(f"({_subst(halo + Poly.const(1), names)})" if p.table else f"({block} + ({_subst(halo, names)}))")
+        cond = f"({_subst(halo, names)}) >= 0"
+        if cond not in nonempty:
+            nonempty.append(cond)
+    return counts, nonempty
+
+
+def _dynamic_edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditProposal | None:
+    """Stage run-time-sized 1-D windows and tables in dynamic shared memory (see the module docstring)."""
+    body_text = sc.text[fn.body_start:fn.body_end]
+    if re.search(r"\b(__shared__|__syncthreads|__syncwarp|__syncthreads_\w+|cooperative_groups|asm)\b", body_text):
+        return None
+    if re.search(r"^[ \t]*#[ \t]*(?!pragma\b)\w", body_text, re.M):
+        return None
+    shape = _block_shape(sc, fn)
+    if shape is None or shape[0] != 1:
+        return None
+    block_consts = {shape[1][0]: "x"} if shape[1][0] is not None else {}
+    try:
+        an = Analyzer(sc, fn, block_consts, dynamic=True)
+        an.run()
+    except (Refuse, RecursionError):
+        return None
+    if not an.dyn_loops or an.used_consts & {t.name for t in find_tunables(sc.source)}:
+        return None
+    macros = " ".join(m.group(0) for m in re.finditer(r"^[ \t]*#[ \t]*define[^\n]*", sc.text, re.M))
+    candidates = [name for name in an.pointers if not re.search(rf"\b{re.escape(name)}\b", macros)]
+    found = [p for p in (_dyn_window(an, n) or _dyn_table(an, n) for n in candidates) if p is not None]
+    if not found:
+        return None
+    plans = [p for p in found if p.elem == found[0].elem]  # one extern array, one element type: no alignment gaps
+    host = _launch_bytes(sc, fn, an, plans)
+    if host is None:
+        return None
+    source = sc.source
+    first_line = re.search(r"\n([ \t]*)\S", source[fn.body_start:fn.body_end])
+    ind = first_line.group(1) if first_line and first_line.group(1) else "    "
+    elem, zero = plans[0].elem, _ELEM_TYPES[plans[0].elem][1]
+    smem = _fresh(source, "stage_smem")
+    on = f"{smem}_on"
+    tiles = [_fresh(source, f"{p.name}_s" if p.table else f"{p.name}_tile") for p in plans]
+    counts, nonempty = _counts(plans, "(int)blockDim.x", {})
+    what = "; ".join(f"{p.name}[{p.lo}..{p.hi.render()}]" if p.table
+                     else f"{p.name} window {p.lo:+d}..+({p.hi.render()})" for p in plans)
+    code = f"{ind}// stage_shared: {what} in dynamic shared memory (sized at the launch; global reads if over 48 KiB)\n"
+    code += f"{ind}extern __shared__ {elem} {smem}[];\n"
+    for tile, count in zip(tiles, counts, strict=True):
+        code += f"{ind}const int {tile}_n = {count};\n"
+    total = " + ".join(f"{t}_n" for t in tiles)
+    fits = f"{total} <= {MAX_STATIC_SMEM // int(_ELEM_TYPES[elem][0])}"
+    code += f"{ind}const bool {on} = {' && '.join([*nonempty, fits])};\n"
+    offset = "0"
+    for tile in tiles:
+        code += f"{ind}{elem}* {tile} = {smem} + {offset};\n"
+        offset = f"{tile}_n" if offset == "0" else f"{offset} + {tile}_n"
+    code += f"{ind}if ({on}) {{\n"
+    replacements: list[tuple[int, int, str]] = []
+    for p, tile in zip(plans, tiles, strict=True):
+        t = f"{tile}_t"
+        code += f"{ind}    for (int {t} = threadIdx.x; {t} < {tile}_n; {t} += blockDim.x) {{\n"
+        if p.table:
+            code += f"{ind}        {tile}[{t}] = {p.name}[{t}{_sign(p.lo)}];\n"
+            for node in p.replace:
+                idx = node.kids[1]
+                text = source[idx.start:idx.end]
+                text = text if p.lo == 0 else f"({text}){_sign(-p.lo)}"
+                replacements.append((node.start, node.end,
+                                     f"({on} ? {tile}[{text}] : {source[node.start:node.end]})"))
+        else:
+            g = f"{tile}_g"
+            code += f"{ind}        int {g} = (int)(blockIdx.x * blockDim.x) + {t}{_sign(p.lo)};\n"
+            code += f"{ind}        {tile}[{t}] = ({g} >= 0 && {g} < {p.extent.render()}) ? {p.name}[{g}] : {zero};\n"
+            for node, d in zip(p.replace, p.offsets, strict=True):
+                idx = _offset_text("threadIdx.x", d - Poly.const(p.lo))
+                replacements.append((node.start, node.end,
+                                     f"({on} ? {tile}[{idx}] : {source[node.start:node.end]})"))
+        code += f"{ind}    }}\n"
+    code += f"{ind}}}\n{ind}__syncthreads();\n"
+    out = apply_edits(source, [*replacements, (host[0], host[0], host[1])])
+    insert = fn.body_start
+    nl = out.find("\n", insert)
+    if nl >= 0 and not out[insert:nl].strip():
+        out = out[:nl + 1] + code + out[nl + 1:]
+    else:
+        out = out[:insert] + "\n" + code + out[insert:]
+    windows = [p.name for p in plans if not p.table]
+    tables = [p.name for p in plans if p.table]
+    motive = _findings(findings, _MOTIVES)
+    return EditProposal(
+        OPERATOR, out, f"stage {', '.join(windows + tables)} of {fn.name} in dynamic shared memory ({what})",
+        {"kernel": fn.name, "arrays": windows, "coefficients": tables, "dims": 1, "dynamic": True,
+         "reads_replaced": sum(len(p.replace) for p in plans), "shared_bytes_bound": MAX_STATIC_SMEM,
+         "findings": motive},
         2.0 + sum(float(f["severity"] or 0) for f in motive))
 
 
