@@ -34,6 +34,8 @@ threads; each refuses any kernel outside the pattern it fully understands:
   per warp / block / grid-stride thread after a shuffle reduction.
 * **fuse** (:mod:`.ops_fuse`) — consecutive element-wise launches over the same index space become
   one kernel, intermediates kept in registers.
+* **tile_shared** (:mod:`.ops_tile`) — an inner-product loop over k (naive matmul, NN or NT layout)
+  becomes TILE x TILE shared-memory tiling with coalesced tile loads (``#define TILE 16``, tunable).
 
 Every edit is a new :class:`~veriforge.core.types.Candidate` with a description and the evidence
 that motivated it (diagnosis findings of the parent, the tunable's uses). Nothing here decides
@@ -74,7 +76,7 @@ __all__ = [
 ]
 
 OPERATORS = ("tune", "unroll", "restrict", "launch_bounds", "vectorize", "swap_axes", "block_shape", "rows",
-             "stage_shared", "aggregate", "fuse")
+             "stage_shared", "aggregate", "fuse", "tile_shared")
 
 _log = logging.getLogger(__name__)
 
@@ -557,6 +559,7 @@ _OPERATOR_FUNCS = {
     "stage_shared": _restructuring("ops_stage", "stage_shared_edits"),
     "aggregate": _restructuring("ops_aggregate", "aggregate_edits"),
     "fuse": _restructuring("ops_fuse", "fuse_edits"),
+    "tile_shared": _restructuring("ops_tile", "tile_shared_edits"),
 }
 
 
