@@ -764,8 +764,9 @@ class Analyzer:
                 self.expr(e, inner)
         self.stmt_scoped(body, inner)
 
-    def _loop_range(self, init: Stmt, cond: Node | None, step: Node | None) -> tuple[str, int, int] | None:
-        """``for (int k = A; k <= B; ++k)`` with constant A, B and k changed only by the step."""
+    def _unit_loop(self, init: Stmt, cond: Node | None, step: Node | None) -> tuple[str, int, Node] | None:
+        """``for (int k = A; k < / <= B; ++k)`` with constant A and k changed only by the step:
+        ``(k, A, B's node)`` (``cond.op`` tells ``<`` from ``<=``)."""
         if init.kind != "decl" or len(init.names) != 1 or not _is_int_type(init.type) or cond is None or step is None:
             return None
         var, start = init.names[0]
@@ -780,34 +781,32 @@ class Analyzer:
             return None
         if cond.kind != "bin" or cond.op not in ("<", "<=") or cond.kids[0].kind != "id" or cond.kids[0].value != var:
             return None
-        b = self.poly(cond.kids[1], {})
+        return var, a.constant(), cond.kids[1]
+
+    def _loop_range(self, init: Stmt, cond: Node | None, step: Node | None) -> tuple[str, int, int] | None:
+        """``for (int k = A; k <= B; ++k)`` with constant A, B and k changed only by the step."""
+        loop = self._unit_loop(init, cond, step)
+        if loop is None or cond is None:
+            return None
+        var, lo, bound = loop
+        b = self.poly(bound, {})
         if b is None or not b.is_const():
             return None
         hi = b.constant() - (1 if cond.op == "<" else 0)
-        if hi < a.constant():
+        if hi < lo:
             return None
-        return var, a.constant(), hi
+        return var, lo, hi
 
     def _dyn_loop_range(self, init: Stmt, cond: Node | None, step: Node | None) -> tuple[str, int, Poly] | None:
         """``for (int j = A; j < k; ++j)`` with constant A and a bound linear in unmodified int parameters."""
-        if init.kind != "decl" or len(init.names) != 1 or not _is_int_type(init.type) or cond is None or step is None:
+        loop = self._unit_loop(init, cond, step)
+        if loop is None or cond is None:
             return None
-        var, start = init.names[0]
-        if start is None or self._decls.get(var, 0) != 1 or self._mutated.get(var, 0) != 1:
-            return None
-        a = self.poly(start, {})
-        if a is None or not a.is_const():
-            return None
-        inc = (step.kind in ("unary", "post") and step.op == "++") or (
-            step.kind == "assign" and step.op == "+=" and step.kids[1].kind == "num" and step.kids[1].value == 1)
-        if not inc or step.kids[0].kind != "id" or step.kids[0].value != var:
-            return None
-        if cond.kind != "bin" or cond.op not in ("<", "<=") or cond.kids[0].kind != "id" or cond.kids[0].value != var:
-            return None
-        b = self.poly(cond.kids[1], {n: Poly.sym(n) for n in self.int_params})
+        var, lo, bound = loop
+        b = self.poly(bound, {n: Poly.sym(n) for n in self.int_params})
         if b is None or b.is_const() or not all(len(m) <= 1 for m in b.terms) or not b.symbols() <= self.int_params:
             return None
-        return var, a.constant(), b - Poly.const(1 if cond.op == "<" else 0)
+        return var, lo, b - Poly.const(1 if cond.op == "<" else 0)
 
     def expr(self, node: Node, ctx: Ctx) -> None:
         k = node.kind
