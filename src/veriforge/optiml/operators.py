@@ -362,7 +362,9 @@ def _sync_launch_bounds(source: str) -> str:
 # The operators
 
 
-def _findings(findings: Iterable[Any], kinds: set[str]) -> list[dict[str, Any]]:
+def motivating_findings(findings: Iterable[Any], kinds: set[str]) -> list[dict[str, Any]]:
+    """The findings of ``kinds`` (dicts or :class:`~veriforge.optiml.diagnosis.Finding`), trimmed to what an
+    edit's evidence records; every operator's prior grows with their severities."""
     out = []
     for f in findings or ():
         d = f if isinstance(f, dict) else f.to_dict()
@@ -381,7 +383,7 @@ def tune_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     out = []
     for t in find_tunables(source):
         block = "block" in t.roles
-        motive = _findings(findings, _BLOCK_KINDS if block else _TILE_KINDS)
+        motive = motivating_findings(findings, _BLOCK_KINDS if block else _TILE_KINDS)
         for value in _neighbours(t.value, block):
             if not block and value > MAX_TILE:
                 continue
@@ -412,7 +414,7 @@ def _reshape_dim3(source: str, sc: SourceScan, tx: Tunable, findings: Sequence[A
         new = apply_tunables(source, [(tx, nx), (ty, ny)])
         ok, _ = _within_limits(scan(new), sc)
         if ok:
-            motive = _findings(findings, {"uncoalesced_load", "uncoalesced_store"} | _BLOCK_KINDS)
+            motive = motivating_findings(findings, {"uncoalesced_load", "uncoalesced_store"} | _BLOCK_KINDS)
             out.append(EditProposal(
                 "tune", new, f"block shape {tx.name[:-2]}: ({tx.value}, {ty.value}) → ({nx}, {ny})",
                 {"tunable": tx.to_dict(), "new_value": [nx, ny], "findings": motive},
@@ -447,7 +449,7 @@ def unroll_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal
             indent = re.match(r"[ \t]*", sc.source[line_start:]).group(0)  # type: ignore[union-attr]
             new = sc.source[:line_start] + indent + pragma + "\n" + sc.source[line_start:]
             line = sc.line(start)
-            motive = [f for f in _findings(findings, {"loop_not_unrolled", "memory_bound", "compute_bound"})
+            motive = [f for f in motivating_findings(findings, {"loop_not_unrolled", "memory_bound", "compute_bound"})
                       if f["kind"] != "loop_not_unrolled" or f["line"] == line]
             prior = 1.0 if any(f["kind"] == "loop_not_unrolled" for f in motive) else 0.6
             out.append(EditProposal("unroll", new, f"{pragma} on the loop at line {line} of {fn.name}",
@@ -483,7 +485,7 @@ def restrict_edits(source: str, findings: Sequence[Any] = ()) -> list[EditPropos
             continue
         new = sc.source[:p0] + ",".join(new_params) + sc.source[close:]
         extra = f" and const on {', '.join(made_const)}" if made_const else ""
-        motive = _findings(findings, {"no_restrict", "memory_bound", "uncoalesced_load"})
+        motive = motivating_findings(findings, {"no_restrict", "memory_bound", "uncoalesced_load"})
         prior = 1.0 if any(f["kind"] == "no_restrict" for f in motive) else 0.5
         out.append(EditProposal("restrict", new, f"__restrict__ on {', '.join(changed)} of {fn.name}{extra}",
                                 {"params": changed, "const": made_const, "findings": motive}, prior))
@@ -528,7 +530,7 @@ def launch_bounds_edits(source: str, findings: Sequence[Any] = ()) -> list[EditP
         pos = fn.header_start + g + len("__global__")
         new = sc.source[:pos] + f" __launch_bounds__({bound})" + sc.source[pos:]
         # `__global__ __launch_bounds__(N) void k(...)` is accepted by nvcc like the canonical order.
-        motive = _findings(findings, {"low_occupancy", "register_spill"})
+        motive = motivating_findings(findings, {"low_occupancy", "register_spill"})
         prior = 1.0 + sum(float(f["severity"] or 0) for f in motive) if motive else 0.5
         out.append(EditProposal("launch_bounds", new, f"__launch_bounds__({bound}) on {fn.name}",
                                 {"threads": threads, "bound": bound, "findings": motive}, prior))

@@ -47,8 +47,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from veriforge.optiml.operators import EditProposal, _findings
-from veriforge.optiml.ops_rows import _FULL_MASK, _launches, _params, _parse_block, _Stmt
+from veriforge.optiml.operators import EditProposal, motivating_findings
+from veriforge.optiml.ops_rows import FULL_MASK, TokStmt, kernel_launches, kernel_params, parse_block
 from veriforge.optiml.source_scan import Function, SourceScan, param_parts, scan
 from veriforge.optiml.source_tokens import ASSIGN_OPS, Refuse, Tok, apply_edits, fresh_name, line_indent, tokens
 
@@ -82,7 +82,7 @@ _INDEX_FORMS = {"blockIdx.x*blockDim.x+threadIdx.x", "blockDim.x*blockIdx.x+thre
 class _Plan:
     fn: Function
     toks: list[Tok]
-    stmts: list[_Stmt]
+    stmts: list[TokStmt]
     op: str  # atomicAdd | atomicMax | atomicMin
     ctype: str
     stmt: tuple[int, int]  # token range of the atomic statement (``atomicX(addr, v);``)
@@ -135,7 +135,7 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
     if len(atomics) != 1:
         raise Refuse("not exactly one atomic")
     toks = tokens(sc.text, fn.body_start, fn.body_end)
-    stmts = _parse_block(toks, 0, len(toks))
+    stmts = parse_block(toks, 0, len(toks))
     k = next(i for i, t in enumerate(toks) if t.text == atomics[0].group(0))
     op = toks[k].text
     if op not in ("atomicAdd", "atomicMax", "atomicMin"):
@@ -219,7 +219,7 @@ def _address_pointer(sc: SourceScan, fn: Function, toks: list[Tok], a: int, b: i
         name, e = texts[0], (a + 2, b)
     else:
         raise Refuse("address form")
-    scalars = {n for n, ptr in _params(sc, fn) if not ptr}
+    scalars = {n for n, ptr in kernel_params(sc, fn) if not ptr}
     consts = set(sc.constants())
     for t in toks[e[0]:e[1]]:
         if t.kind == "id" and t.text not in scalars and t.text not in consts:
@@ -239,7 +239,7 @@ def _combine(op: str, agg: str, value: str, ctype: str, tmp: str) -> str:
 
 
 def _warp_reduce(op: str, agg: str, ctype: str, off: str, tmp: str) -> str:
-    shfl = f"__shfl_xor_sync({_FULL_MASK}, {agg}, {off})"
+    shfl = f"__shfl_xor_sync({FULL_MASK}, {agg}, {off})"
     if op == "atomicAdd":
         return f"for (int {off} = 16; {off} > 0; {off} >>= 1) {agg} += {shfl};"
     cmp = ">" if op == "atomicMax" else "<"
@@ -280,7 +280,7 @@ def _grid_stride(sc: SourceScan, plan: _Plan) -> tuple[tuple[int, int], str, str
         elif depth == 0 and t in ("||", "?", ":", ",", "<", ">", "<=", ">=", "==", "!=", "&", "|", "^"):
             return None
     bound_toks = toks[h0 + 2:end]
-    params = _params(sc, plan.fn)
+    params = kernel_params(sc, plan.fn)
     scalars = {n for n, ptr in params if not ptr}
     if not bound_toks or any(t.kind == "id" and (t.text not in scalars or _written(toks, t.text)) for t in bound_toks):
         return None
@@ -290,7 +290,7 @@ def _grid_stride(sc: SourceScan, plan: _Plan) -> tuple[tuple[int, int], str, str
         return None
     bound = sc.source[bound_toks[0].start:bound_toks[-1].end]
     try:
-        launches = _launches(sc, plan.fn, params, bound)
+        launches = kernel_launches(sc, plan.fn, params, bound)
     except Refuse:
         return None
     for launch, rows, block in launches:
@@ -383,7 +383,7 @@ def _check_launches(sc: SourceScan, fn: Function) -> None:
 def aggregate_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     """Warp-, block- and grid-stride-aggregated versions of every single-address atomic reduction kernel."""
     sc = scan(source)
-    motive = _findings(findings, _MOTIVES)
+    motive = motivating_findings(findings, _MOTIVES)
     base = 2.0 + sum(float(f["severity"] or 0) for f in motive) if motive else 1.5
     out = []
     for fn in sc.kernels():

@@ -61,7 +61,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from veriforge.optiml.operators import EditProposal, _findings
+from veriforge.optiml.operators import EditProposal, motivating_findings
 from veriforge.optiml.ops_vectorize import (
     _INT_CAST,
     _analyse_body,
@@ -586,7 +586,7 @@ def fuse_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     if len(sc.launches) < 2 or not matched:
         return []
     sites = [s for la in sorted(sc.launches, key=lambda la: la.start) if (s := _site(sc, la, matched))]
-    motive = _findings(findings, _MOTIVES)
+    motive = motivating_findings(findings, _MOTIVES)
     severity = sum(float(f["severity"] or 0) for f in motive)
     prior = 2.0 + severity if motive else 1.2
     out = []

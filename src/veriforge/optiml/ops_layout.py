@@ -66,7 +66,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from veriforge.optiml.operators import EditProposal, _findings
+from veriforge.optiml.operators import EditProposal, motivating_findings
 from veriforge.optiml.source_scan import Function, Launch, SourceScan, eval_int, grid_follow_spans, scan, split_top
 from veriforge.optiml.source_tokens import apply_edits, close_of, trim_span
 
@@ -280,7 +280,7 @@ def swap_axes_edits(source: str, findings: Sequence[Any] = ()) -> list[EditPropo
         if edit is None:
             continue
         new, swap_grid, sites = edit
-        motive = _findings(findings, _COALESCE)
+        motive = motivating_findings(findings, _COALESCE)
         what = "thread and block axes" if swap_grid else "thread axes"
         strides = axis_strides(sc, kernel)
         prior = _prior(motive, 0.8)
@@ -447,7 +447,7 @@ def block_shape_edits(source: str, findings: Sequence[Any] = ()) -> list[EditPro
     sc = scan(source)
     if not _builtins_ok(sc):
         return []
-    motive = _findings(findings, _COALESCE)
+    motive = motivating_findings(findings, _COALESCE)
     out: list[EditProposal] = []
     specs = {launch.start: _resolve(sc, launch, "block") for launch in sc.launches}
     consts = sc.constant_decls()

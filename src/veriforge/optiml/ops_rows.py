@@ -58,7 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from veriforge.optiml.operators import EditProposal, _findings
+from veriforge.optiml.operators import EditProposal, motivating_findings
 from veriforge.optiml.source_scan import DIM3_DECL, Function, Launch, SourceScan, param_parts, scan, split_top
 from veriforge.optiml.source_tokens import (
     ASSIGN_OPS,
@@ -102,19 +102,19 @@ _INDEX_TYPES = {"int", "unsigned", "long", "size_t", "int64_t", "uint64_t", "int
                 "ptrdiff_t", "const", "signed", "short"}
 _SUM_ZERO = re.compile(r"^\(?\s*[+]?(?:0+\.?0*|\.0+)[fFlLuU]*\s*\)?$")
 _MAX_FUNCS = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
-_FULL_MASK = "0xffffffffu"
+FULL_MASK = "0xffffffffu"
 
 
 @dataclass
-class _Stmt:
+class TokStmt:
     kind: str  # decl | expr | for | if | block | return | empty | other
     a: int  # token range [a, b)
     b: int
     pragmas: list[int] = field(default_factory=list)
-    children: list[_Stmt] = field(default_factory=list)
+    children: list[TokStmt] = field(default_factory=list)
     header: tuple[int, int] = (0, 0)  # for/if: tokens inside the parentheses
-    body: _Stmt | None = None
-    orelse: _Stmt | None = None
+    body: TokStmt | None = None
+    orelse: TokStmt | None = None
 
 
 @dataclass
@@ -139,7 +139,7 @@ class _Reduction:
 
 @dataclass
 class _Loop:
-    stmt: _Stmt
+    stmt: TokStmt
     var: str
     start: tuple[int, int]  # token range of S
     step: tuple[int, int]  # token range of the increment
@@ -158,7 +158,7 @@ class _Plan:
     guard_close: tuple[int, int] | None  # the closing brace of that if
     bound: str  # B (source text)
     loops: list[_Loop]
-    writes: list[_Stmt]  # straight-line statements that write memory
+    writes: list[TokStmt]  # straight-line statements that write memory
     types: dict[str, _Var]
     launches: list[tuple[Launch, str, str]]  # (launch, ROWS expression, block expression)
     toks: list[Tok]
@@ -177,7 +177,7 @@ def _match(toks: list[Tok], i: int) -> int:
     return k
 
 
-def _parse_block(toks: list[Tok], a: int, b: int) -> list[_Stmt]:
+def parse_block(toks: list[Tok], a: int, b: int) -> list[TokStmt]:
     out, i, pragmas = [], a, []
     while i < b:
         if toks[i].kind == "pp":
@@ -196,13 +196,13 @@ def _parse_block(toks: list[Tok], a: int, b: int) -> list[_Stmt]:
     return out
 
 
-def _parse_stmt(toks: list[Tok], i: int, b: int) -> _Stmt:
+def _parse_stmt(toks: list[Tok], i: int, b: int) -> TokStmt:
     t = toks[i].text
     if t == "{":
         j = _match(toks, i)
-        return _Stmt("block", i, j + 1, children=_parse_block(toks, i + 1, j))
+        return TokStmt("block", i, j + 1, children=parse_block(toks, i + 1, j))
     if t == ";":
-        return _Stmt("empty", i, i + 1)
+        return TokStmt("empty", i, i + 1)
     if t in ("for", "if") and toks[i].kind == "id":
         if i + 1 >= b or toks[i + 1].text != "(":
             raise Refuse(f"malformed {t}")
@@ -210,7 +210,7 @@ def _parse_stmt(toks: list[Tok], i: int, b: int) -> _Stmt:
         if close + 1 >= b:
             raise Refuse(f"{t} without a body")
         body = _parse_stmt(toks, close + 1, b)
-        stmt = _Stmt(t, i, body.b, header=(i + 2, close), body=body)
+        stmt = TokStmt(t, i, body.b, header=(i + 2, close), body=body)
         if t == "if" and body.b < b and toks[body.b].text == "else":
             stmt.orelse = _parse_stmt(toks, body.b + 1, b)
             stmt.b = stmt.orelse.b
@@ -219,7 +219,7 @@ def _parse_stmt(toks: list[Tok], i: int, b: int) -> _Stmt:
     if j >= b:
         raise Refuse("statement without ';'")
     kind = "return" if t == "return" else "other"
-    return _Stmt(kind, i, j + 1)
+    return TokStmt(kind, i, j + 1)
 
 
 def _split(toks: list[Tok], a: int, b: int, sep: str) -> list[tuple[int, int]]:
@@ -347,7 +347,7 @@ def _base_type(type_text: str) -> str:
     return {"unsigned int": "unsigned", "long int": "long", "long long int": "long long"}.get(t, t)
 
 
-def _parse_decl(toks: list[Tok], st: _Stmt, text: str) -> list[tuple[str, str, bool, tuple[int, int] | None]]:
+def _parse_decl(toks: list[Tok], st: TokStmt, text: str) -> list[tuple[str, str, bool, tuple[int, int] | None]]:
     """Declarators of a declaration statement: (name, base type, pointer, initialiser token range)."""
     first, last = toks[st.a], toks[st.b - 2]
     src = text[first.start:last.end]
@@ -378,7 +378,7 @@ def _parse_decl(toks: list[Tok], st: _Stmt, text: str) -> list[tuple[str, str, b
     return out
 
 
-def _params(sc: SourceScan, fn: Function) -> list[tuple[str, bool]]:
+def kernel_params(sc: SourceScan, fn: Function) -> list[tuple[str, bool]]:
     if "template" in sc.text[fn.header_start:fn.body_start]:
         raise Refuse("template kernel")
     parts = param_parts(sc.text, fn, at_call=True)
@@ -408,8 +408,8 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
     if _FORBIDDEN.search(body):
         raise Refuse("barriers, shared memory, warp intrinsics, atomics or 2-D indices")
     toks = tokens(text, fn.body_start, fn.body_end)
-    stmts = _parse_block(toks, 0, len(toks))
-    params = _params(sc, fn)
+    stmts = parse_block(toks, 0, len(toks))
+    params = kernel_params(sc, fn)
     scalars = {n for n, p in params if not p}
     types: dict[str, _Var] = {n: _Var(n, "", p, frozenset({n}) if p else frozenset()) for n, p in params}
     constants = sc.constants()
@@ -471,7 +471,7 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
 
     # 3. The statements after the guard.
     loops: list[_Loop] = []
-    writes: list[_Stmt] = []
+    writes: list[TokStmt] = []
     # (statement, roots accessed, roots written, done by one thread only)
     accesses: list[tuple[int, set[str], set[str], bool]] = []
     declared: dict[str, _Var] = dict(types)
@@ -549,7 +549,7 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
             if jdx != idx and wr & acc and not (single and other_single):
                 raise Refuse(f"{', '.join(sorted(wr & acc))} written and accessed by different statements")
 
-    launches = _launches(sc, fn, params, bound)
+    launches = kernel_launches(sc, fn, params, bound)
     indent = line_indent(source, toks[decl.a].start, text)
     return _Plan(fn, fn.name, row, index_init, toks[decl.b - 1].end, guard_rewrite, guard_close, bound, loops,
                  writes, declared, launches, toks, indent)
@@ -581,7 +581,7 @@ def _roots_mentioned(toks: list[Tok], a: int, b: int, declared: dict[str, _Var])
     return out
 
 
-def _assignment(toks: list[Tok], st: _Stmt) -> tuple[tuple[int, int], str, tuple[int, int]]:
+def _assignment(toks: list[Tok], st: TokStmt) -> tuple[tuple[int, int], str, tuple[int, int]]:
     """``lhs op rhs;`` (``x++``/``++x`` as ``x += 1``): token ranges and the operator."""
     a, b = st.a, st.b - 1
     if b - a == 2 and toks[a + 1].text in ("++", "--"):
@@ -601,7 +601,7 @@ def _lvalue_subscript(toks: list[Tok], lhs: tuple[int, int]) -> tuple[str, int, 
     raise Refuse("unsupported assignment target")
 
 
-def _analyse_loop(toks: list[Tok], st: _Stmt, text: str, source: str, declared: dict[str, _Var], row: str,
+def _analyse_loop(toks: list[Tok], st: TokStmt, text: str, source: str, declared: dict[str, _Var], row: str,
                   last_assign: dict[str, int], idx: int) -> tuple[_Loop, set[str], set[str], bool]:
     ha, hb = st.header
     parts = _split(toks, ha, hb, ";")
@@ -779,7 +779,7 @@ def _identity(red: _Reduction) -> str:
     return "-INFINITY" if red.kind == "max" else "INFINITY"
 
 
-def _launches(sc: SourceScan, fn: Function, params: list[tuple[str, bool]], bound: str
+def kernel_launches(sc: SourceScan, fn: Function, params: list[tuple[str, bool]], bound: str
               ) -> list[tuple[Launch, str, str]]:
     out = []
     sites = sc.launches_of(fn.name)
@@ -920,7 +920,7 @@ def _generate(sc: SourceScan, plan: _Plan, variant: str) -> str:
             if saved:
                 before.append(f"{red.ctype} {saved} = {v};\n{lind}{v} = {ident};\n{lind}")
             after.append(f"for (int {off} = 16; {off} > 0; {off} >>= 1) "
-                         + _combine(red, v, f"__shfl_xor_sync({_FULL_MASK}, {v}, {off})"))
+                         + _combine(red, v, f"__shfl_xor_sync({FULL_MASK}, {v}, {off})"))
             if block:
                 arr = shared.get(red.ctype)
                 if arr is None:
@@ -935,7 +935,7 @@ def _generate(sc: SourceScan, plan: _Plan, variant: str) -> str:
                     "    __syncthreads();",
                     f"    {v} = {lane_expr} < {threads} / 32 ? {arr}[{lane_expr}] : {ident};",
                     f"    for (int {off} = 16; {off} > 0; {off} >>= 1) "
-                    + _combine(red, v, f"__shfl_xor_sync({_FULL_MASK}, {v}, {off})"),
+                    + _combine(red, v, f"__shfl_xor_sync({FULL_MASK}, {v}, {off})"),
                     "}",
                 ]
                 after.append(f"\n{lind}".join(code))
@@ -991,7 +991,7 @@ def _generate(sc: SourceScan, plan: _Plan, variant: str) -> str:
 def rows_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     """Warp-per-row and block-per-row versions of every thread-per-row kernel of ``source``."""
     sc = scan(source)
-    motive = _findings(findings, _MOTIVES)
+    motive = motivating_findings(findings, _MOTIVES)
     severity = sum(float(f["severity"] or 0) for f in motive)
     out = []
     for fn in sc.kernels():

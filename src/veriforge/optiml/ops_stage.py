@@ -80,7 +80,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from veriforge.optiml.operators import EditProposal, _findings, find_tunables
+from veriforge.optiml.operators import EditProposal, find_tunables, motivating_findings
 from veriforge.optiml.source_scan import DIM3_DECL, Function, SourceScan, param_parts, scan
 from veriforge.optiml.source_tokens import ASSIGN_OPS, Refuse, Tok, apply_edits, fresh_name, tokens
 
@@ -398,22 +398,22 @@ class Parser:
         return Stmt("expr", exprs=[e], start=first.start, end=close.end)
 
 
-def _walk_nodes(node: Node | None) -> Iterator[Node]:
+def walk_nodes(node: Node | None) -> Iterator[Node]:
     if node is None:
         return
     yield node
     for k in node.kids:
-        yield from _walk_nodes(k)
+        yield from walk_nodes(k)
 
 
-def _walk_stmts(stmt: Stmt) -> Iterator[Stmt]:
+def walk_stmts(stmt: Stmt) -> Iterator[Stmt]:
     yield stmt
     for k in stmt.kids:
-        yield from _walk_stmts(k)
+        yield from walk_stmts(k)
 
 
 def _stmt_exprs(stmt: Stmt) -> Iterator[Node]:
-    for s in _walk_stmts(stmt):
+    for s in walk_stmts(stmt):
         for e in s.exprs:
             if e is not None:
                 yield e
@@ -516,7 +516,7 @@ class Poly:
         return Poly(q), Poly(r)
 
 
-def _gcoord(axis: str) -> Poly:
+def gcoord(axis: str) -> Poly:
     return Poly.sym(f"blockDim.{axis}") * Poly.sym(f"blockIdx.{axis}") + Poly.sym(f"threadIdx.{axis}")
 
 
@@ -577,7 +577,7 @@ class Analyzer:
         self._mutated = self._mutated_names()
         self._decls = self._declared_names()
         self.int_params = {n for t, n in self.params
-                           if _is_int_type(t) and n not in self._mutated and self._decls.get(n, 0) == 1}
+                           if is_int_type(t) and n not in self._mutated and self._decls.get(n, 0) == 1}
         self.loop_scoped = self._loop_scoped_names()
         self.pointers = {n: t for t, n in self.params if t.count("*") == 1}
 
@@ -586,7 +586,7 @@ class Analyzer:
         out: dict[str, int] = {}
         for stmt in self.body:
             for e in _stmt_exprs(stmt):
-                for n in _walk_nodes(e):
+                for n in walk_nodes(e):
                     target = None
                     if n.kind == "assign" or (n.kind in ("unary", "post") and n.op in ("++", "--")):
                         target = n.kids[0]
@@ -599,7 +599,7 @@ class Analyzer:
     def _declared_names(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for stmt in self.body:
-            for s in _walk_stmts(stmt):
+            for s in walk_stmts(stmt):
                 for name, _ in s.names:
                     out[name] = out.get(name, 0) + 1
         for _, name in self.params:
@@ -611,10 +611,10 @@ class Analyzer:
         a ``for`` header or body."""
         out: set[str] = set()
         for stmt in self.body:
-            for s in _walk_stmts(stmt):
+            for s in walk_stmts(stmt):
                 if s.kind == "for":
                     for kid in s.kids:
-                        for inner in _walk_stmts(kid):
+                        for inner in walk_stmts(kid):
                             out.update(name for name, _ in inner.names)
         return out
 
@@ -695,7 +695,7 @@ class Analyzer:
 
     # -- walking
     def run(self) -> None:
-        ctx = Ctx({n: Poly.sym(n) for n in self.int_params}, [_gcoord(a) for a in AXES], [])
+        ctx = Ctx({n: Poly.sym(n) for n in self.int_params}, [gcoord(a) for a in AXES], [])
         self.block(self.body, ctx)
 
     def block(self, stmts: list[Stmt], ctx: Ctx) -> None:
@@ -722,7 +722,7 @@ class Analyzer:
             for name, init in s.names:
                 if init is not None:
                     self.expr(init, ctx)
-                if _is_int_type(s.type) and init is not None and self._mutated.get(name, 0) == 0 \
+                if is_int_type(s.type) and init is not None and self._mutated.get(name, 0) == 0 \
                         and self._decls.get(name, 0) == 1:
                     p = self.poly(init, ctx.env)
                     if p is not None:
@@ -767,7 +767,7 @@ class Analyzer:
     def _unit_loop(self, init: Stmt, cond: Node | None, step: Node | None) -> tuple[str, int, Node] | None:
         """``for (int k = A; k < / <= B; ++k)`` with constant A and k changed only by the step:
         ``(k, A, B's node)`` (``cond.op`` tells ``<`` from ``<=``)."""
-        if init.kind != "decl" or len(init.names) != 1 or not _is_int_type(init.type) or cond is None or step is None:
+        if init.kind != "decl" or len(init.names) != 1 or not is_int_type(init.type) or cond is None or step is None:
             return None
         var, start = init.names[0]
         if start is None or self._decls.get(var, 0) != 1 or self._mutated.get(var, 0) != 1:
@@ -828,11 +828,11 @@ class Analyzer:
             if target.kind == "index" and target.kids[0].kind == "id":
                 self.bad.add(target.kids[0].value)
             elif target.kind == "unary" and target.op == "*":
-                for n in _walk_nodes(target):
+                for n in walk_nodes(target):
                     if n.kind == "id":
                         self.bad.add(n.value)
         if k == "unary" and node.op == "*":
-            for n in _walk_nodes(node):
+            for n in walk_nodes(node):
                 if n.kind == "id":
                     self.bad.add(n.value)
         if k == "bin" and node.op in ("&&", "||"):
@@ -849,7 +849,7 @@ class Analyzer:
             self.expr(kid, ctx)
 
 
-def _is_int_type(t: str) -> bool:
+def is_int_type(t: str) -> bool:
     words = [w for w in t.split() if w not in ("const", "__restrict__")]
     return words == ["int"]
 
@@ -990,7 +990,7 @@ def _plan(an: Analyzer, name: str, dims: int) -> Plan | None:
         return None
     accesses, elem = reads
     axes = AXES[:dims]
-    coords = [_gcoord(a) for a in axes]
+    coords = [gcoord(a) for a in axes]
     loops = an.loops
     params = an.int_params
     one = Poly.const(1)
@@ -1092,7 +1092,7 @@ def _coef_plan(an: Analyzer, name: str) -> CoefPlan | None:
                 facts, diseqs = an.cond_facts(atom, pol, env)
                 exact = atom.kind == "bin" and atom.op in ("<", "<=", ">", ">=", "==", "!=") and (facts or diseqs)
                 if not exact:
-                    ids = {n.value for n in _walk_nodes(atom) if n.kind == "id"}
+                    ids = {n.value for n in walk_nodes(atom) if n.kind == "id"}
                     if ids & an.loop_scoped:
                         return None  # an opaque condition that may pick entries
                     continue
@@ -1329,7 +1329,7 @@ def _static_edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditP
                       for p in staged)
     also = f", coefficients {', '.join(c.name for c in coefs)}" if coefs else ""
     names = [p.name for p in staged]
-    motive = _findings(findings, _MOTIVES)
+    motive = motivating_findings(findings, _MOTIVES)
     return EditProposal(
         OPERATOR, out, f"stage {', '.join(names)} of {fn.name} in shared memory ({halos}{also})",
         {"kernel": fn.name, "arrays": names, "coefficients": [c.name for c in coefs], "dims": dims,
@@ -1399,7 +1399,7 @@ def _loop_free(an: Analyzer, acc: Access) -> bool:
     the lowest and the highest index is read (by the thread that reads the highest)."""
     varying = set(an.loops) | set(an.dyn_loops) | an.loop_scoped
     for cond, _positive, _env in acc.conds:
-        if {n.value for n in _walk_nodes(cond) if n.kind == "id"} & varying:
+        if {n.value for n in walk_nodes(cond) if n.kind == "id"} & varying:
             return False
     return True
 
@@ -1415,7 +1415,7 @@ def _dyn_window(an: Analyzer, name: str) -> DynPlan | None:
     if reads is None:
         return None
     accesses, elem = reads
-    gx = _gcoord("x")
+    gx = gcoord("x")
     spans: list[tuple[int, Poly]] = []
     offsets: list[Poly] = []
     for acc in accesses:
@@ -1609,7 +1609,7 @@ def _dynamic_edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> Edit
         out = out[:insert] + "\n" + code + out[insert:]
     windows = [p.name for p in plans if not p.table]
     tables = [p.name for p in plans if p.table]
-    motive = _findings(findings, _MOTIVES)
+    motive = motivating_findings(findings, _MOTIVES)
     return EditProposal(
         OPERATOR, out, f"stage {', '.join(windows + tables)} of {fn.name} in dynamic shared memory ({what})",
         {"kernel": fn.name, "arrays": windows, "coefficients": tables, "dims": 1, "dynamic": True,

@@ -50,8 +50,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from veriforge.optiml.operators import EditProposal, _findings
-from veriforge.optiml.ops_stage import Analyzer, Node, Poly, Stmt, _gcoord, _is_int_type, _walk_nodes, _walk_stmts
+from veriforge.optiml.operators import EditProposal, motivating_findings
+from veriforge.optiml.ops_stage import Analyzer, Node, Poly, Stmt, gcoord, is_int_type, walk_nodes, walk_stmts
 from veriforge.optiml.source_scan import Function, SourceScan, scan
 from veriforge.optiml.source_tokens import Refuse, apply_edits, fresh_name, trim_span
 
@@ -172,9 +172,9 @@ def _operand(an: Analyzer, node: Node, env: dict[str, Poly], coords: dict[str, s
 def _id_count(stmts: list[Stmt], name: str) -> int:
     count = 0
     for stmt in stmts:
-        for s in _walk_stmts(stmt):
+        for s in walk_stmts(stmt):
             for e in [*s.exprs, *(init for _, init in s.names)]:
-                count += sum(1 for n in _walk_nodes(e) if n.kind == "id" and n.value == name)
+                count += sum(1 for n in walk_nodes(e) if n.kind == "id" and n.value == name)
     return count
 
 
@@ -215,7 +215,7 @@ def _plan(sc: SourceScan, fn: Function, an: Analyzer) -> _Plan | None:
     pre_end = fn.body_start
     while i < len(body) and body[i].kind == "decl":
         s = body[i]
-        if not _is_int_type(s.type):
+        if not is_int_type(s.type):
             raise Refuse("prologue declares a non-int")
         for name, init in s.names:
             if init is None or an._mutated.get(name) or an._decls.get(name, 0) != 1:
@@ -223,8 +223,8 @@ def _plan(sc: SourceScan, fn: Function, an: Analyzer) -> _Plan | None:
             p = an.poly(init, env)
             if p is None:
                 raise Refuse("prologue local not affine")
-            if p in (_gcoord("x"), _gcoord("y")):
-                axis = "x" if p == _gcoord("x") else "y"
+            if p in (gcoord("x"), gcoord("y")):
+                axis = "x" if p == gcoord("x") else "y"
                 if axis in coords.values():
                     raise Refuse("two locals for one coordinate")
                 coords[name] = axis
@@ -257,11 +257,11 @@ def _plan(sc: SourceScan, fn: Function, an: Analyzer) -> _Plan | None:
     loop = inner[1]
     post = inner[2:]
     for s in [*body[:i], *post]:
-        if any(x.kind == "for" for x in _walk_stmts(s)):
+        if any(x.kind == "for" for x in walk_stmts(s)):
             raise Refuse("more than one loop")
     if an._mutated.get(acc) != 1 or an._decls.get(acc) != 1:
         raise Refuse("acc changed outside the loop")
-    if len(loop.kids) != 2 or loop.kids[1].kind != "decl" or not _is_int_type(loop.kids[1].type):
+    if len(loop.kids) != 2 or loop.kids[1].kind != "decl" or not is_int_type(loop.kids[1].type):
         raise Refuse("loop header")
     init = loop.kids[1]
     if len(init.names) != 1 or init.names[0][1] is None or init.names[0][1].kind != "num" \
@@ -360,7 +360,7 @@ def _render(sc: SourceScan, fn: Function, launch: Any, an: Analyzer, plan: _Plan
         new = apply_edits(source, edits, disjoint=True)
     except ValueError:
         return None
-    motive = _findings(findings, _MOTIVES)
+    motive = motivating_findings(findings, _MOTIVES)
     prior = 2.0 + sum(float(f.get("severity") or 0) for f in motive)
     desc = (f"tile {fn.name}'s inner product over {plan.k_bound} in shared memory "
             f"({plan.first.name}: {plan.first.layout}, {plan.second.name}: {plan.second.layout}), "

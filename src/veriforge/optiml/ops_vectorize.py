@@ -79,7 +79,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veriforge.cuda.evaluate.cleanup import strip_c
-from veriforge.optiml.operators import EditProposal, _findings
+from veriforge.optiml.operators import EditProposal, motivating_findings
 from veriforge.optiml.source_scan import (
     DIM3_DECL,
     EXPR_DECL,
@@ -623,7 +623,7 @@ def vectorize_edits(source: str, findings: Sequence[Any] = ()) -> list[EditPropo
         kernels.append(k)
     if not kernels:
         return []
-    motive = _findings(findings, _MOTIVES)
+    motive = motivating_findings(findings, _MOTIVES)
     severity = sum(float(f["severity"] or 0) for f in motive)
     out = []
     for vec in WIDTHS:
