@@ -29,17 +29,27 @@ def session_build_home(tmp_path_factory) -> str:
     return str(home)
 
 
+@pytest.fixture(scope="session")
+def link_build_caches(session_build_home):
+    """``link(home)``: point ``home``'s build caches at the session's (module fixtures with their own home)."""
+
+    def link(home) -> None:
+        for name in SHARED_BUILD_CACHES:
+            target = os.path.join(home, "cache", name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if not os.path.exists(target):
+                os.symlink(os.path.join(session_build_home, "cache", name), target)
+
+    return link
+
+
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory, monkeypatch, session_build_home):
+def _isolated_home(tmp_path_factory, monkeypatch, link_build_caches):
     home = tmp_path_factory.mktemp("vfhome")
     monkeypatch.setenv("VERIFORGE_HOME", str(home))
     for var in ("VERIFORGE_MODEL", "VERIFORGE_CONFIG", "VERIFORGE_NVCC", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
-    for name in SHARED_BUILD_CACHES:
-        link = home / "cache" / name
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if not link.exists():
-            link.symlink_to(os.path.join(session_build_home, "cache", name))
+    link_build_caches(home)
     yield home
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -23,26 +22,6 @@ from veriforge.optiml.generator import (
     resolve_generation_task,
 )
 from veriforge.optiml.thoughts import default_thoughts, select_thoughts
-
-# Built artefacts (the CPU runtime, compiled programs, reference libraries and outputs) are shared
-# by every test of this file, as tests/cuda/evaluate does: rebuilding the runtime per test would
-# dominate the run. Evaluation results (the run store) stay per test.
-SHARED_CACHES = ("cpu-runtime", "c-ref", "c-ref-out")
-
-
-def link_build_caches(home: Path, tmp_path_factory) -> None:
-    root = tmp_path_factory.getbasetemp() / "optiml-shared-build-cache"
-    for name in SHARED_CACHES:
-        (root / name).mkdir(parents=True, exist_ok=True)
-        link = home / "cache" / name
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if not link.exists():
-            link.symlink_to(root / name)
-
-
-@pytest.fixture(autouse=True)
-def _share_build_caches(_isolated_home, tmp_path_factory):
-    link_build_caches(_isolated_home, tmp_path_factory)
 
 HEAD = "#include <cuda_runtime.h>\n"
 # Line 3 lacks its semicolon: g++ reports the error at line 4 ("expected ',' or ';' before 'if'").
@@ -108,12 +87,12 @@ class ScriptedModel:
 
 
 @pytest.fixture(scope="module")
-def generation(tmp_path_factory):
+def generation(tmp_path_factory, link_build_caches):
     """One generation shared by the assertions below (evaluations are the slow part)."""
     home = tmp_path_factory.mktemp("vfhome-gen")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VERIFORGE_HOME", str(home))
-        link_build_caches(home, tmp_path_factory)
+        link_build_caches(home)
         model = ScriptedModel()
         client = LLMClient(ScriptedBackend(model), trace_path=None)
         spec, _ = resolve_generation_task(None, "vector_add")

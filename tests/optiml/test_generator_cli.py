@@ -4,33 +4,12 @@ OptiML-X (built-in operators + the model proposer), the --no-optimize path and t
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from veriforge.cli.generate_cmd import generate_cmd
-
-# Built artefacts (the CPU runtime, compiled programs, reference libraries and outputs) are shared
-# by every test of this file, as tests/cuda/evaluate does: rebuilding the runtime per test would
-# dominate the run. Evaluation results (the run store) stay per test.
-SHARED_CACHES = ("cpu-runtime", "c-ref", "c-ref-out")
-
-
-def link_build_caches(home: Path, tmp_path_factory) -> None:
-    root = tmp_path_factory.getbasetemp() / "optiml-shared-build-cache"
-    for name in SHARED_CACHES:
-        (root / name).mkdir(parents=True, exist_ok=True)
-        link = home / "cache" / name
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if not link.exists():
-            link.symlink_to(root / name)
-
-
-@pytest.fixture(autouse=True)
-def _share_build_caches(_isolated_home, tmp_path_factory):
-    link_build_caches(_isolated_home, tmp_path_factory)
 
 FAST = """#include <cuda_runtime.h>
 __global__ void add_kernel(const float* a, const float* b, float* c, int n) {
