@@ -126,7 +126,7 @@ def test_timeout_kills_grandchildren_without_pid_namespace(monkeypatch):
     monkeypatch.setattr(runner, "probe", lambda: dataclasses.replace(real, pid_namespace=False))
     res = _timeout_kills_grandchildren()
     assert res.isolation["pid_namespace"] is False
-    assert res.isolation["process_cleanup"] == "subreaper"
+    assert res.isolation["process_cleanup"] == ("uid-kill+subreaper" if os.geteuid() == 0 else "subreaper")
 
 
 def test_background_process_is_killed_when_program_exits():

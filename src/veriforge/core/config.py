@@ -122,7 +122,10 @@ class SandboxSettings(_Section):
     file_size_mb: int = Field(default=256, ge=1)
     max_procs: int = Field(default=64, ge=1)
     max_output_bytes: int = Field(default=1_000_000, ge=1)
+    max_open_files: int = Field(default=256, ge=16)
     network: bool = False
+    strict: bool = False
+    """Refuse to run untrusted code unless every isolation layer is in force (see docs/sandbox.md)."""
 
 
 _ARCH = re.compile(r"^(sm|compute)_\d{2,3}[af]?$")

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from veriforge.sandbox.capabilities import capabilities
 from veriforge.sandbox.limits import Limits
+from veriforge.sandbox.policy import IsolationUnavailableError, Policy
 from veriforge.sandbox.result import STATUSES, SandboxResult, Status
 from veriforge.sandbox.runner import (
     ExecutableNotFoundError,
     SandboxSetupError,
+    planned_isolation,
     run,
     run_async,
     run_python,
@@ -22,12 +24,15 @@ from veriforge.sandbox.workdir import WorkdirError
 __all__ = [
     "STATUSES",
     "ExecutableNotFoundError",
+    "IsolationUnavailableError",
     "Limits",
+    "Policy",
     "SandboxResult",
     "SandboxSetupError",
     "Status",
     "WorkdirError",
     "capabilities",
+    "planned_isolation",
     "run",
     "run_async",
     "run_python",

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import sys
 import time
 import warnings  # noqa: F401  (os.execvpe imports it lazily, after the uid drop may hide the stdlib)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _confine
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_KEEPCAPS = 8
@@ -35,14 +37,6 @@ PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_RAISE = 2
 CAP_DAC_READ_SEARCH = 2
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
-
-_RLIMITS = {
-    "cpu": resource.RLIMIT_CPU,
-    "as": resource.RLIMIT_AS,
-    "fsize": resource.RLIMIT_FSIZE,
-    "nproc": resource.RLIMIT_NPROC,
-    "core": resource.RLIMIT_CORE,
-}
 
 
 class _Deadline(Exception):
@@ -105,17 +99,14 @@ def _exec_child(cfg: dict, err_w: int) -> None:
         if not cfg["pidns"]:
             # Own process group so a stray Ctrl-C in the caller's terminal is not our business.
             os.setpgid(0, 0)
-        for name, (soft, hard) in cfg["rlimits"].items():
-            resource.setrlimit(_RLIMITS[name], (soft, hard))
+        _confine.apply_rlimits(cfg["rlimits"])
         uid, gid = cfg.get("uid"), cfg.get("gid")
         read_search = cfg.get("read_search") and uid is not None
         if read_search:
             ctypes, libc = _libc()
             libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)
         if uid is not None:
-            os.setgroups([])
-            os.setresgid(gid, gid, gid)
-            os.setresuid(uid, uid, uid)
+            _confine.drop_privileges(uid, gid)
         if read_search:
             _keep_read_search(ctypes, libc)
         os.execvpe(cfg["cmd"][0], cfg["cmd"], cfg["env"])
@@ -151,11 +142,13 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _kill_everything(pidns: bool) -> None:
+def _kill_everything(pidns: bool, uid: int | None = None) -> None:
     """SIGKILL every process left in the sandbox.
 
     ``kill(-1)`` from PID 1 of a PID namespace reaches exactly the processes of that namespace.
     Called outside one it would signal every process on the machine, hence the PID check.
+    Without a namespace: every process of the per-run uid (whatever re-parented where), then
+    our descendants by ``/proc``.
     """
     if pidns and os.getpid() == 1:
         try:
@@ -163,6 +156,8 @@ def _kill_everything(pidns: bool) -> None:
         except ProcessLookupError:
             pass
         return
+    if uid is not None and os.geteuid() == 0:
+        _confine.kill_uid(uid)
     for pid in _descendants(os.getpid()):
         try:
             os.kill(pid, signal.SIGKILL)
@@ -192,6 +187,17 @@ def main() -> int:
     pidns = bool(cfg["pidns"]) and os.getpid() == 1
     cfg["pidns"] = pidns
     reaper = "pid-namespace" if pidns else ("subreaper" if _set_subreaper() else "none")
+    if not pidns and cfg.get("uid") is not None and os.geteuid() == 0:
+        reaper = "uid-kill+" + reaper
+    report: dict = {"reaper": reaper, "pidns": pidns}
+    if cfg.get("fs"):
+        try:
+            report["fs"] = _confine.setup_filesystem(**cfg["fs"])
+            os.chdir(cfg["fs"]["workdir"])  # the old cwd still points into the read-only mount
+        except Exception as exc:
+            report["fs_error"] = f"{type(exc).__name__}: {exc}"
+            os.write(report_fd, json.dumps(report).encode())
+            return 0
 
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, _on_term)
@@ -208,7 +214,6 @@ def main() -> int:
     while chunk := os.read(err_r, 4096):
         chunks.append(chunk)
     os.close(err_r)
-    report: dict = {"reaper": reaper, "pidns": pidns}
     if chunks:
         kind, errno, msg = b"".join(chunks).decode("utf-8", "replace").split("\x00", 2)
         os.waitpid(child, 0)
@@ -241,7 +246,7 @@ def main() -> int:
     # Kill and reap whatever is left; repeat because a process may fork while we look.
     leftovers = 0
     while True:
-        _kill_everything(pidns)
+        _kill_everything(pidns, cfg.get("uid"))
         try:
             pid, st, ru = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:

@@ -34,17 +34,27 @@ class Probe:
     network_namespace: bool
     network_reason: str
     is_root: bool
+    mount_namespace: bool = False
+    mount_reason: str = "not probed"
 
-    def unshare_prefix(self, *, network: bool) -> list[str]:
+    def unshare_prefix(self, *, network: bool, mount: bool = False) -> list[str]:
         """Command prefix that starts the supervisor in new namespaces (empty if none work)."""
-        if not self.unshare or not self.pid_namespace:
-            if self.unshare and self.network_namespace and not network:
-                return [self.unshare, "--net"]
-            return []
-        prefix = [self.unshare, *_UNSHARE_BASE]
+        extra = []
         if not network and self.network_namespace:
-            prefix.append("--net")
-        return prefix
+            extra.append("--net")
+        if mount and self.mount_namespace:
+            extra.append("--mount")
+        if not self.unshare or not self.pid_namespace:
+            return [self.unshare, *extra] if self.unshare and extra else []
+        return [self.unshare, *_UNSHARE_BASE, *extra]
+
+    def filesystem_reason(self) -> str:
+        """Why no private filesystem view can be built here ('' when it can)."""
+        if not self.is_root:
+            return "not root: a private read-only filesystem view needs root (mount namespace and bind mounts)"
+        if not self.unshare or not self.mount_namespace:
+            return f"no mount namespace: {self.mount_reason if self.unshare else 'unshare is not available'}"
+        return ""
 
 
 def _try(cmd: list[str]) -> tuple[bool, str]:
@@ -72,7 +82,9 @@ def probe() -> Probe:
     if not net_ok and not is_root:
         # Unprivileged: a user namespace grants the right to create the network namespace.
         net_ok, net_why = False, f"{net_why} (not root; unprivileged namespaces unavailable)"
-    return Probe(unshare, pid_ok, pid_why, net_ok, net_why, is_root)
+    mnt_ok, mnt_why = (_try([unshare, "--mount", true]) if is_root
+                       else (False, "not root"))
+    return Probe(unshare, pid_ok, pid_why, net_ok, net_why, is_root, mnt_ok, mnt_why)
 
 
 def _blocker(path: Path) -> Path | None:
@@ -125,7 +137,7 @@ def capabilities() -> dict[str, Any]:
         procs = "RLIMIT_NPROC under a fresh unprivileged uid per run (root is exempt from NPROC)"
         user = "drops root to a per-run uid"
         blocked = interpreter_blocker()
-        if blocked:
+        if blocked and p.filesystem_reason():
             user += f"; keeps CAP_DAC_READ_SEARCH (read-only access to all files) because {blocked}"
     else:
         procs = "RLIMIT_NPROC on top of the processes this user already runs"
@@ -141,6 +153,10 @@ def capabilities() -> dict[str, Any]:
         ),
         "process_limit": procs,
         "user": user,
+        "filesystem": p.filesystem_reason() or (
+            "private mount namespace: everything read-only except the work directory; /root, /home and "
+            "veriforge's home hidden (only the Python installation exposed); private /tmp, /dev/shm, /proc"),
+        "strict_possible": not p.filesystem_reason() and p.network_namespace and p.is_root,
         "rlimits": "CPU, AS, FSIZE, NPROC, CORE=0",
         "cgroups": _cgroup_pids_writable(),
     }

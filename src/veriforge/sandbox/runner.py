@@ -26,14 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from veriforge.errors import SandboxError
+from veriforge.sandbox._confine import mount_namespace_id
 from veriforge.sandbox.capabilities import interpreter_blocker, probe
 from veriforge.sandbox.capture import CappedBuffer, pump
 from veriforge.sandbox.identity import SandboxUser, acquire_user, count_tasks
 from veriforge.sandbox.limits import Limits
+from veriforge.sandbox.policy import IsolationUnavailableError, Policy
 from veriforge.sandbox.result import SandboxResult, classify
 from veriforge.sandbox.workdir import Workdir, build_env
 
-__all__ = ["ExecutableNotFoundError", "SandboxSetupError", "run", "run_async", "run_python", "run_python_async"]
+__all__ = ["ExecutableNotFoundError", "SandboxSetupError", "planned_isolation", "run", "run_async", "run_python",
+           "run_python_async"]
 
 SUPERVISOR = str(Path(__file__).with_name("_supervisor.py"))
 BACKSTOP_GRACE_S = 10.0
@@ -56,29 +59,41 @@ def run(
     stdin: bytes = b"",
     env: dict[str, str] | None = None,
     limits: Limits | None = None,
-    network: bool = False,
+    network: bool | None = None,
     keep_workdir: bool = False,
+    policy: Policy | None = None,
 ) -> SandboxResult:
     """Run ``cmd`` (an argv list, or a string for ``/bin/sh -c``) inside the sandbox.
 
-    ``files`` are written into the work directory first (relative paths). ``env`` adds variables
-    to a scrubbed environment; nothing else is inherited. ``network=True`` keeps the network.
-    The program failing in any way is reported in the result; only failures of the sandbox
-    itself raise :class:`~veriforge.errors.SandboxError`.
+    ``policy`` says how the program is contained (default: :class:`Policy`, the candidate
+    defaults); ``limits`` and ``network`` override the policy's. ``files`` are written into the
+    work directory first (relative paths). ``env`` adds variables to a scrubbed environment;
+    nothing else is inherited. The program failing in any way is reported in the result; only
+    failures of the sandbox itself raise :class:`~veriforge.errors.SandboxError` (a strict policy
+    on a machine that lacks a layer: :class:`IsolationUnavailableError`, before anything runs).
     """
     argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else [str(a) for a in cmd]
     if not argv or not argv[0]:
         raise SandboxError("empty command")
-    limits = limits or Limits()
+    policy = policy or Policy()
+    if limits is not None:
+        policy = policy.replace(limits=limits)
+    if network is not None:
+        policy = policy.replace(network=bool(network))
     caps = probe()
-    user: SandboxUser | None = acquire_user() if caps.is_root else None
+    planned = planned_isolation(policy)
+    missing = policy.missing_layers(planned)
+    if policy.strict and missing:
+        raise IsolationUnavailableError("strict sandbox policy: refusing to run untrusted code without "
+                                        "full isolation; missing " + "; ".join(missing))
+    user: SandboxUser | None = acquire_user() if caps.is_root and policy.drop_user else None
     workdir: Workdir | None = None
     try:
         workdir = Workdir(cwd, uid=user.uid if user else None, keep=keep_workdir)
         workdir.write(files)
         workdir.lend()
         try:
-            return _supervise(argv, workdir, stdin, env, limits, network, user)
+            return _supervise(argv, workdir, stdin, env, policy, user, missing)
         finally:
             workdir.give_back()
     finally:
@@ -121,6 +136,36 @@ def run_python(
     return run([python or sys.executable, "-s", PYTHON_MAIN, *map(str, args)], files=files, **kwargs)
 
 
+def planned_isolation(policy: Policy) -> dict[str, Any]:
+    """What :func:`run` will put in force for ``policy`` on this machine (before running)."""
+    caps = probe()
+    drop = caps.is_root and policy.drop_user
+    fs_why = caps.filesystem_reason() if policy.filesystem else "filesystem isolation turned off by the policy"
+    prefix = caps.unshare_prefix(network=policy.network, mount=policy.filesystem and not fs_why)
+    pidns = "--pid" in prefix
+    net = "--net" in prefix
+    read_all = drop and bool(fs_why) and interpreter_blocker() is not None
+    info: dict[str, Any] = {
+        "user": drop,
+        "dropped_root": drop,
+        "user_detail": ("per-run unprivileged uid" if drop else
+                        ("not root: runs as the calling user" if not caps.is_root else "uid drop turned off")),
+        "read_all_files": read_all,
+        "filesystem": not fs_why,
+        "filesystem_detail": fs_why or "private mount namespace, read-only except the work directory",
+        "network": net,
+        "network_detail": (
+            "network namespace (loopback only, down)" if net
+            else ("network=True requested" if policy.network else f"not isolated: {caps.network_reason}")),
+        "pid_namespace": pidns,
+        "process_cleanup": "pid-namespace" if pidns else ("uid-kill" if drop else "subreaper"),
+    }
+    if read_all:
+        info["read_all_files_reason"] = f"CAP_DAC_READ_SEARCH kept: {interpreter_blocker()}"
+        info["user_detail"] = "per-run uid, but it keeps CAP_DAC_READ_SEARCH (can read every file)"
+    return info
+
+
 def _nproc_for(limits: Limits, user: SandboxUser | None) -> int | None:
     if not limits.max_procs:
         return None
@@ -135,40 +180,35 @@ def _supervise(
     workdir: Workdir,
     stdin: bytes,
     env: dict[str, str] | None,
-    limits: Limits,
-    network: bool,
+    policy: Policy,
     user: SandboxUser | None,
+    missing: list[str],
 ) -> SandboxResult:
     caps = probe()
-    prefix = caps.unshare_prefix(network=network)
+    limits = policy.limits
+    isolation = planned_isolation(policy)
+    prefix = caps.unshare_prefix(network=policy.network, mount=isolation["filesystem"])
+    use_fs = "--mount" in prefix
+    isolation["filesystem"] = use_fs and isolation["filesystem"]
     pidns = "--pid" in prefix
-    net_isolated = "--net" in prefix
-    isolation: dict[str, Any] = {
-        "network": net_isolated,
-        "network_detail": (
-            "network namespace (loopback only, down)"
-            if net_isolated
-            else ("network=True requested" if network else f"not isolated: {caps.network_reason}")
-        ),
-        "pid_namespace": pidns,
-        "uid": user.uid if user else os.getuid(),
-        "dropped_root": user is not None,
-        "read_all_files": False,
-        "limits": limits.to_dict(),
-    }
-    read_search = user is not None and interpreter_blocker() is not None
-    if read_search:
-        isolation["read_all_files"] = True
-        isolation["read_all_files_reason"] = f"CAP_DAC_READ_SEARCH kept: {interpreter_blocker()}"
+    isolation.update(uid=user.uid if user else os.getuid(), dropped_root=user is not None,
+                     limits=limits.to_dict(), full=not missing, missing=missing, strict=policy.strict)
+    read_search = bool(isolation["read_all_files"]) and user is not None
+    fs = None
+    if use_fs:
+        fs = {"workdir": str(workdir.path), "writable": [os.path.abspath(p) for p in policy.writable],
+              "hide": policy.hidden_trees(), "expose": policy.exposed_paths(python=True),
+              "tmpfs_mb": policy.tmpfs_mb, "new_proc": pidns, "outer_ns": mount_namespace_id()}
     config = {
         "read_search": read_search,
         "cmd": argv,
         "env": build_env(workdir.path, workdir.tmp, env),
-        "rlimits": limits.rlimits(nproc=_nproc_for(limits, user)),
+        "rlimits": policy.rlimits(nproc=_nproc_for(limits, user)),
         "uid": user.uid if user else None,
         "gid": user.gid if user else None,
         "timeout": limits.timeout_s or None,
         "pidns": pidns,
+        "fs": fs,
     }
     # The config (with the caller's env, which may hold secrets) goes through a root-only file the
     # supervisor reads and deletes before the program starts, not through world-readable argv.
@@ -232,8 +272,12 @@ def _supervise(
         exit_code = sig = None
         cpu = rss = 0.0
     else:
+        if "fs_error" in report:
+            raise SandboxSetupError(f"the sandbox could not build its filesystem view: {report['fs_error']}")
         if "exec_error" in report:
             _raise_exec_error(report["exec_error"], argv)
+        if report.get("fs"):
+            isolation["filesystem_view"] = report["fs"]
         raw = report["status"]
         exit_code = os.waitstatus_to_exitcode(raw) if raw is not None else None
         sig = -exit_code if exit_code is not None and exit_code < 0 else None

@@ -1,8 +1,9 @@
 """Running whole CUDA programs (with ``main``) on the CPU runtime.
 
-The program is compiled once (cached by content) and run as a child process in its own session:
-the time limit kills the whole process group, output is captured through files (no pipe
-deadlocks, capped size), and core dumps are disabled. Kernel faults inside the program surface
+The program is compiled once (cached by content) and run as an untrusted program in
+:mod:`veriforge.sandbox` (candidate policy: per-run uid, private read-only filesystem view, no
+network, scrubbed environment, the whole process tree killed at the end; output streamed with a
+cap; core dumps off). Kernel faults inside the program surface
 the CUDA way - ``cudaGetLastError()`` returns an error and the runtime prints the reason to
 stderr - and a crash or timeout comes back as a result, not an exception.
 """
@@ -11,13 +12,9 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import signal
-import subprocess
-import tempfile
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +24,10 @@ from .source import args_launch_shims, check_supported, rewrite, scan
 __all__ = ["ProgramResult", "build_program", "run_program"]
 
 MAX_OUTPUT = 16 * 1024 * 1024
+MEMORY_MB = 16384
+FILE_SIZE_MB = 2048
+PASS_ENV = ("VF_CPU_THREADS", "VF_FIBER_STACK_KB")
+"""The only variables of the caller's environment a program sees (runtime tuning knobs)."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class ProgramResult:
     stderr: str
     timed_out: bool = False
     seconds: float = 0.0
+    isolation: dict[str, Any] = field(default_factory=dict)
+    """What the sandbox had in force for the run (see docs/sandbox.md)."""
 
     @property
     def ok(self) -> bool:
@@ -73,15 +76,27 @@ def build_program(source: str, *, defines: Mapping[str, Any] | None = None, sani
                             user_source=source)
 
 
-def _limit_child() -> None:
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+def _program_policy(timeout: float, sanitize: bool, exe: Path) -> Any:
+    """The sandbox policy for a candidate program: the candidate defaults of docs/sandbox.md, with
+    room for the runtime's worker threads (NPROC counts threads) and its output files."""
+    from veriforge.sandbox import Limits, Policy
+
+    threads = int(os.environ.get("VF_CPU_THREADS") or os.cpu_count() or 1)
+    limits = Limits(timeout_s=timeout, cpu_s=None, memory_mb=None if sanitize else MEMORY_MB,
+                    file_size_mb=FILE_SIZE_MB, max_procs=64 + threads, max_output_bytes=MAX_OUTPUT)
+    return Policy(limits=limits, expose=(str(exe),))
 
 
-def _read_capped(f) -> str:
-    f.seek(0)
-    data = f.read(MAX_OUTPUT + 1)
-    text = data[:MAX_OUTPUT].decode("utf-8", errors="replace")
-    if len(data) > MAX_OUTPUT:
+def _program_env(sanitize: bool) -> dict[str, str]:
+    env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
+    if sanitize:
+        env["ASAN_OPTIONS"] = "detect_leaks=0:halt_on_error=1:abort_on_error=0:symbolize=1"
+    return env
+
+
+def _text(data: bytes, truncated: bool) -> str:
+    text = data.decode("utf-8", errors="replace")
+    if truncated:
         text += f"\n[veriforge: output truncated at {MAX_OUTPUT} bytes]\n"
     return text
 
@@ -93,33 +108,25 @@ def run_program(source: str, argv: Sequence[str] = (), stdin: bytes | str = b"",
 
     Compilation problems raise CompileError / UnsupportedFeatureError; everything that happens
     at run time (non-zero exit, crash, kernel fault, timeout) is reported in the result.
-    ``cwd`` defaults to a fresh temporary directory that is removed afterwards.
+    The program is untrusted: it runs in :mod:`veriforge.sandbox` under the candidate policy
+    (per-run uid, read-only filesystem except its work directory, no network, no secrets, whole
+    process tree killed at the end). ``cwd`` (lent to the program for the run) defaults to a
+    fresh private directory that is removed afterwards.
     """
+    from veriforge.sandbox import run as sandbox_run
+
     exe = build_program(source, defines=defines, sanitize=sanitize, filename=filename)
-    env = dict(os.environ)
-    if sanitize:
-        env["ASAN_OPTIONS"] = "detect_leaks=0:halt_on_error=1:abort_on_error=0:symbolize=1"
     data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
-    with tempfile.TemporaryDirectory(prefix="vf-run-") as tmp, \
-            tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp:
-        inp.write(data)
-        inp.seek(0)
-        start = time.monotonic()
-        proc = subprocess.Popen([str(exe), *map(str, argv)], stdin=inp, stdout=out, stderr=err,
-                                cwd=str(cwd) if cwd is not None else tmp, env=env, start_new_session=True,
-                                preexec_fn=_limit_child)
-        timed_out = False
-        try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            code = proc.wait()
-        seconds = time.monotonic() - start
-        stdout, stderr = _read_capped(out), _read_capped(err)
+    where = None if cwd is None else Path(cwd)
+    res = sandbox_run([str(exe), *map(str, argv)], cwd=where, stdin=data, env=_program_env(sanitize),
+                      policy=_program_policy(timeout, sanitize, exe))
+    timed_out = res.status == "timeout"
+    code = -res.signal if res.signal is not None else (res.exit_code if res.exit_code is not None else -9)
+    seconds = res.wall_s
+    stdout = _text(res.stdout, res.stdout_truncated)
+    stderr = _text(res.stderr, res.stderr_truncated)
+    if res.status == "memory":
+        stderr += f"\nveriforge: {res.reason}\n"
     if timed_out:
         stderr += f"\nveriforge: the program did not finish within {timeout:g} s and was killed\n"
     elif code < 0:
@@ -129,4 +136,5 @@ def run_program(source: str, argv: Sequence[str] = (), stdin: bytes | str = b"",
             name = f"signal {-code}"
         hint = "" if sanitize else " (run with sanitize=True to locate an out-of-bounds access)"
         stderr += f"\nveriforge: the program was terminated by {name}{hint}\n"
-    return ProgramResult(returncode=code, stdout=stdout, stderr=stderr, timed_out=timed_out, seconds=seconds)
+    return ProgramResult(returncode=code, stdout=stdout, stderr=stderr, timed_out=timed_out, seconds=seconds,
+                         isolation=res.isolation)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from veriforge.core.types import Measurement
@@ -64,13 +65,30 @@ class CpuBackend(Backend):
             result = cpu.run_program(source, argv=argv, timeout=request.timeout_s, defines=defines,
                                      sanitize=request.memcheck, filename=request.filename, cwd=tmp)
             outputs: list[CaseOutput] = []
+            bad_file = ""
             for k, case in enumerate(request.cases):
                 out = Path(tmp) / f"case{k}.out"
-                if not out.exists():
+                if not out.exists() and not out.is_symlink():
                     break
-                seconds, values = read_case_output(out, request.params, case.args)
+                try:
+                    seconds, values = read_case_output(out, request.params, case.args)
+                except (OSError, ValueError) as exc:
+                    bad_file = f"the result file of case {k} was not the driver's ({exc})"
+                    break
                 outputs.append(CaseOutput(config=case.config, trial=case.trial, outputs=values, seconds=seconds))
         run = BackendRun(status="ok", cases=outputs, log=_tail(result.stdout + result.stderr, 8000))
+        run.features["isolation"] = result.isolation
+        implausible = _implausible_times(outputs, result.seconds)
+        if bad_file or implausible:
+            run.status = "error"
+            run.message = bad_file or implausible
+            run.cases = [replace(c, problems=[*c.problems, run.message]) for c in outputs] or [
+                CaseOutput(config=request.cases[0].config, trial=request.cases[0].trial, problems=[run.message])]
+            return run
+        if len(outputs) == len(request.cases) and (result.returncode != 0 or result.timed_out):
+            # Every result was written, but the process then crashed or hung: on a GPU that is a
+            # failed program (e.g. a host-side write through a bad pointer after the last case).
+            outputs.pop()
         if len(outputs) < len(request.cases):
             bad = request.cases[len(outputs)]
             run.failed_case = f"{bad.config}/{bad.trial}"
@@ -103,6 +121,20 @@ def _explain_compile_error(message: str, request: CRequest) -> str:
         return (f"{message}\n\nveriforge: the candidate's {request.entry}() does not match the task's signature; "
                 f'it must be exactly: extern "C" void {request.entry}({proto})')
     return message
+
+
+def _implausible_times(outputs: list[CaseOutput], wall_s: float) -> str:
+    """A reason if the per-case times the driver reported (from inside the candidate's process)
+    cannot be true: negative, not finite, or more in total than the sandbox's wall clock."""
+    import math
+
+    secs = [c.seconds for c in outputs if c.seconds is not None]
+    if any(not math.isfinite(t) or t < 0 for t in secs):
+        return "the candidate's process reported an impossible time for a case (negative or not finite)"
+    if wall_s and sum(secs) > wall_s * 1.05 + 0.01:
+        return (f"the candidate's process reported {sum(secs):.3f} s of case time in a {wall_s:.3f} s run: "
+                f"its timing was tampered with")
+    return ""
 
 
 def _emulated_times(outputs: list[CaseOutput]) -> list[Measurement]:

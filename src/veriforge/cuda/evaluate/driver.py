@@ -117,9 +117,39 @@ def write_case_input(path: Path, params: list[CParam], args: list[Any]) -> None:
                 f.write(np.asarray(value, dtype=dtype).tobytes())
 
 
+def read_untrusted(path: Path, limit: int) -> bytes:
+    """At most ``limit`` bytes of a file a sandboxed program wrote (no links, regular files only)."""
+    import os
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path.name} is not a regular file")
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 22))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_case_output(path: Path, params: list[CParam], args: list[Any]) -> tuple[float, dict[str, np.ndarray]]:
-    """(seconds, outputs by name) from a case's output file."""
-    data = path.read_bytes()
+    """(seconds, outputs by name) from a case's output file.
+
+    The file was written by the candidate's process (a sandbox uid): it is opened without
+    following links, must be a regular file, and only the expected number of bytes is read, so a
+    link to a secret, a FIFO or a huge file cannot make the harness read or hang on it.
+    """
+    expected = 8 + sum(int(np.asarray(v).size) * np.dtype(numpy_dtype(p.ctype)).itemsize
+                       for p, v in zip(params, args, strict=True) if p.is_pointer and p.role in ("out", "inout"))
+    data = read_untrusted(path, expected)
+    if len(data) != expected:
+        raise ValueError(f"{path.name}: expected {expected} bytes of results, found {len(data)}")
     seconds = float(np.frombuffer(data, dtype=np.float64, count=1)[0])
     off = 8
     outputs: dict[str, np.ndarray] = {}

@@ -1,0 +1,239 @@
+"""Confining the current process: filesystem view, network, limits, identity (stdlib only).
+
+One implementation of "become a sandboxed process", used by both ways a sandboxed program starts:
+
+* the supervisor (``_supervisor.py``), PID 1 of fresh PID/mount/network namespaces made by
+  ``unshare``, which calls :func:`setup_filesystem` once and then confines each program it execs;
+* a forked child of the evaluation fork server (``veriforge.cuda.evaluate.zygote``), which calls
+  :func:`unshare` for its own mount and network namespaces and then the same functions.
+
+Nothing here imports veriforge (the supervisor runs with ``python -I -S``), so keep it stdlib-only.
+
+The filesystem view, built as root inside a private mount namespace:
+
+1. every existing mount is remounted read-only (nothing outside the work directory is writable,
+   whatever its permissions: the run store, caches, ``$HOME``, the project checkout);
+2. each *hidden* tree (by default ``/root`` and ``/home``, plus veriforge's home) is covered by an
+   empty tmpfs (read-only once filled), and ``/tmp``, ``/var/tmp`` and ``/dev/shm`` by fresh private
+   size-capped tmpfs mounts, so nothing the harness keeps there is visible and nothing written
+   there survives;
+3. only the *exposed* paths inside those (the Python installation, the program's executable,
+   inputs the caller lends) are bound back read-only at their original paths, and the work
+   directory (and any extra *writable* path) read-write;
+4. in a new PID namespace, a fresh ``/proc`` shows only the sandbox's own processes.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import time
+
+__all__ = [
+    "CLONE_NEWNET",
+    "CLONE_NEWNS",
+    "apply_rlimits",
+    "drop_privileges",
+    "kill_uid",
+    "mount_namespace_id",
+    "setup_filesystem",
+    "unshare",
+]
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+_KEEP_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
+
+_RLIMITS = {
+    "cpu": resource.RLIMIT_CPU,
+    "as": resource.RLIMIT_AS,
+    "fsize": resource.RLIMIT_FSIZE,
+    "nproc": resource.RLIMIT_NPROC,
+    "core": resource.RLIMIT_CORE,
+    "nofile": resource.RLIMIT_NOFILE,
+}
+
+_libc_cache: list = []
+
+
+def _libc():
+    if not _libc_cache:
+        import ctypes
+
+        _libc_cache.append((ctypes, ctypes.CDLL(None, use_errno=True)))
+    return _libc_cache[0]
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        ctypes, _ = _libc()
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def unshare(flags: int) -> None:
+    """``unshare(2)`` for the calling process (Python 3.11 has no ``os.unshare``)."""
+    _, libc = _libc()
+    _check(libc.unshare(flags), f"unshare({flags:#x})")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    ctypes, libc = _libc()
+    def enc(text: str | None) -> bytes | None:
+        return None if text is None else text.encode()
+
+    _check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+           f"mount {source or fstype} on {target}")
+
+
+def _mountpoints() -> list[tuple[str, int]]:
+    """(mount point, flags to keep) for every mount, parents before children."""
+    out = []
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            fields = line.split()
+            point = fields[4].encode().decode("unicode_escape")
+            keep = 0
+            for opt in fields[5].split(","):
+                keep |= _KEEP_FLAGS.get(opt, 0)
+            out.append((point, keep))
+    return out
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _make_path(path: str, is_dir: bool) -> None:
+    """Create ``path`` (a mount point) with world-traversable parents, in a fresh tmpfs."""
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        os.makedirs(parent, mode=0o755, exist_ok=True)
+    if is_dir:
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    elif not os.path.exists(path):
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+
+
+def _bind(fd: int, target: str, *, readonly: bool) -> None:
+    _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
+    # A bind mount copies the source mount's flags (read-only by now): set them explicitly.
+    _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (MS_RDONLY if readonly else 0))
+
+
+def mount_namespace_id() -> int:
+    """The inode of this process's mount namespace (equal for processes that share it)."""
+    return os.stat("/proc/self/ns/mnt").st_ino
+
+
+def setup_filesystem(*, workdir: str, writable: list[str], hide: list[str], expose: list[str],
+                     tmpfs_mb: int, new_proc: bool, outer_ns: int) -> dict:
+    """Build the sandbox's view of the filesystem (see the module docstring). Must run as root
+    inside a private mount namespace. Returns a JSON-ready description of what was done.
+
+    ``outer_ns`` is the caller's :func:`mount_namespace_id`: if we are still in that namespace
+    every mount below would change the host's filesystem, so nothing is done and OSError raised.
+    """
+    if mount_namespace_id() == int(outer_ns):
+        raise OSError("refusing to build the sandbox filesystem: still in the caller's mount namespace")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    size = f"size={max(int(tmpfs_mb), 1)}m"
+    tmp_roots = [t for t in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(t) and not os.path.islink(t)]
+    hidden = [h for h in hide if os.path.isdir(h) and not os.path.islink(h)]
+    roots: list[tuple[str, bool]] = []  # (path, is private tmp), outermost first, none inside another
+    for root, is_tmp in sorted([(t, True) for t in tmp_roots] + [(h, False) for h in hidden], key=lambda r: len(r[0])):
+        if not any(_under(root, r) for r, _ in roots):
+            roots.append((root, is_tmp))
+    covered = [r for r, _ in roots]
+    # Hold every path we bind back by descriptor before anything covers it.
+    keep_rw = [p for p in dict.fromkeys([workdir, *writable]) if os.path.exists(p)]
+    ro = [p for p in dict.fromkeys(expose) if os.path.exists(p) and any(_under(p, c) for c in covered)]
+    ro = [p for p in ro if not any(q != p and _under(p, q) and os.path.isdir(q) for q in ro)]  # outermost only
+    binds = sorted([(p, True) for p in ro] + [(p, False) for p in keep_rw], key=lambda b: len(b[0]))
+    fds = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p, _ in binds}
+    try:
+        # 1. everything read-only (device nodes stay usable: a read-only mount only stops writes
+        #    to regular files, directories and links).
+        readonly = 0
+        for point, keep in _mountpoints():
+            if _under(point, "/proc") or _under(point, "/sys"):
+                continue
+            try:
+                _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
+                readonly += 1
+            except OSError:
+                pass  # e.g. a mount shadowed by another; what matters is checked by the tests
+        # 2. hidden trees (empty tmpfs, read-only at the end) and private temp dirs (fresh tmpfs).
+        for root, is_tmp in roots:
+            if is_tmp:
+                _mount("veriforge-tmp", root, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
+            else:
+                _mount("veriforge-hidden", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+        # 3. bind back what the program may read (exposed) or write (work directory), in place.
+        for path, readonly_bind in binds:
+            _make_path(path, os.path.isdir(f"/proc/self/fd/{fds[path]}"))
+            _bind(fds[path], path, readonly=readonly_bind)
+        for root, is_tmp in roots:
+            if not is_tmp:
+                _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        # 4. a /proc that shows only this namespace's processes.
+        proc = False
+        if new_proc:
+            _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            proc = True
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    return {"readonly_mounts": readonly, "hidden": [r for r, t in roots if not t],
+            "private_tmp": [r for r, t in roots if t], "exposed": ro, "writable": keep_rw, "private_proc": proc}
+
+
+def apply_rlimits(rlimits: dict) -> None:
+    for name, (soft, hard) in rlimits.items():
+        resource.setrlimit(_RLIMITS[name], (soft, hard))
+
+
+def drop_privileges(uid: int, gid: int) -> None:
+    """Become ``uid``/``gid`` for good (no supplementary groups, no way back)."""
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+
+
+def kill_uid(uid: int, rounds: int = 50) -> int:
+    """SIGKILL every process owned by ``uid``, however it was started (``setsid``, double fork).
+
+    A helper drops to ``uid`` and calls ``kill(-1, SIGKILL)``, which reaches exactly the processes
+    that uid may signal: its own. Repeated until nothing is left (a process may fork meanwhile).
+    Returns how many rounds found processes. Must be called as root.
+    """
+    found = 0
+    for _ in range(rounds):
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+                try:
+                    os.kill(-1, signal.SIGKILL)  # the helper itself is spared by kill(-1)
+                    code = 0
+                except ProcessLookupError:
+                    code = 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            break
+        found += 1
+        time.sleep(0.001)
+    return found
