@@ -26,6 +26,10 @@ def session_build_home(tmp_path_factory) -> str:
     home = tmp_path_factory.getbasetemp() / "vf-shared-build-home"
     for name in SHARED_BUILD_CACHES:
         (home / "cache" / name).mkdir(parents=True, exist_ok=True)
+    key = os.urandom(32)
+    fd = os.open(home / "secret.key", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(key)
     return str(home)
 
 
@@ -34,6 +38,11 @@ def link_build_caches(session_build_home):
     """``link(home)``: point ``home``'s build caches at the session's (module fixtures with their own home)."""
 
     def link(home) -> None:
+        # The shared caches are signed (core.integrity): every test home gets the session's key.
+        key = os.path.join(home, "secret.key")
+        if not os.path.exists(key):
+            shutil.copy2(os.path.join(session_build_home, "secret.key"), key)
+            os.chmod(key, 0o600)
         for name in SHARED_BUILD_CACHES:
             target = os.path.join(home, "cache", name)
             os.makedirs(os.path.dirname(target), exist_ok=True)

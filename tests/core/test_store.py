@@ -122,13 +122,15 @@ def test_migrates_a_v1_database_and_keeps_its_data(tmp_path):
         run = s.get_run("old-run")
         assert run is not None and run.config == {"lr": 0.1} and run.status == "running"
         assert [e.payload for e in s.events("old-run")] == [{"i": 1}]
-        assert s.get_evaluation("cand-1") == {"ok": True}
+        # an evaluation stored before signing existed cannot be told from a forged one: a miss
+        assert s.get_evaluation("cand-1") is None
         assert s.get_state("old-run", "cursor") == 7
         # tables added by later migrations work
         s.llm_cache_put("req", {"text": "hi"})
         s.put_record("memory", "t1", {"score": 1}, run_id="old-run")
         assert s.llm_cache_get("req") == {"text": "hi"}
-        assert s.evaluate_once("cand-1", lambda: pytest.fail("must reuse the stored result")) == {"ok": True}
+        assert s.evaluate_once("cand-1", lambda: {"ok": "again"}) == {"ok": "again"}
+        assert s.evaluate_once("cand-1", lambda: pytest.fail("must reuse the signed result")) == {"ok": "again"}
         # the old run resumes with the same config
         assert s.start_run("demo", {"lr": 0.1}, run_id="old-run") == "old-run"
         assert s.get_run("old-run").resumes == 1
@@ -620,3 +622,134 @@ def test_iter_evaluations_lists_stored_results_by_kind(store):
     assert [(k, kind, r["v"]) for k, kind, r in store.iter_evaluations()] == [("k1", "cuda-eval", 1),
                                                                              ("k2", "other", 2)]
     assert [k for k, _, _ in store.iter_evaluations(kind="other")] == ["k2"]
+
+
+# --- integrity: damaged files are refused, unsigned or forged evaluations are misses -----------
+
+def test_zero_length_store_is_refused_and_left_alone(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    path.write_bytes(b"")
+    with pytest.raises(StoreError) as err:
+        RunStore(path)
+    message = str(err.value)
+    assert str(path) in message and "empty" in message and "Nothing was changed" in message
+    assert path.stat().st_size == 0  # no schema was created in it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.sqlite"]
+
+
+def test_garbage_store_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    garbage = b"not a database, just some bytes a candidate wrote\n" * 100
+    path.write_bytes(garbage)
+    with pytest.raises(StoreError, match="not an SQLite database") as err:
+        RunStore(path)
+    assert str(path) in str(err.value) and "Nothing was changed" in str(err.value)
+    assert path.read_bytes() == garbage
+
+
+STORE_WRITER = textwrap.dedent("""
+    import os, signal, sys
+    from veriforge.core.store import RunStore
+
+    store = RunStore(sys.argv[1])
+    for i in range(int(sys.argv[2])):
+        store.put_evaluation(f"key-{i}", {"i": i, "padding": "x" * 200}, kind="demo")
+    if sys.argv[3] == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)  # no checkpoint: the results stay in the -wal file
+    store.close()
+""")
+
+
+def _write_in_child(tmp_path: Path, path: Path, count: int, how: str) -> None:
+    """Fill a store from another process (this process has never opened, hence never checked, it)."""
+    script = tmp_path / "writer.py"
+    script.write_text(STORE_WRITER)
+    proc = subprocess.run([sys.executable, str(script), str(path), str(count), how], timeout=60)
+    assert proc.returncode == (-signal.SIGKILL if how == "kill" else 0)
+
+
+def test_truncated_store_is_refused_not_reinitialised(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    _write_in_child(tmp_path, path, 300, "close")
+    size = path.stat().st_size
+    assert size > 16 * 4096 and not Path(f"{path}-wal").exists()
+    with open(path, "r+b") as fh:
+        fh.truncate(size // 2)
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="damaged") as err:
+        RunStore(path)
+    assert str(path) in str(err.value) and "Nothing was changed" in str(err.value)
+    assert path.read_bytes() == before
+
+
+def test_store_with_a_wal_file_alongside_opens_normally(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    _write_in_child(tmp_path, path, 50, "kill")
+    wal = Path(f"{path}-wal")
+    assert wal.exists() and wal.stat().st_size > 0  # committed results live only in the WAL
+    with RunStore(path) as s:
+        assert s.count_evaluations("demo") == 50
+        assert s.get_evaluation("key-49") == {"i": 49, "padding": "x" * 200}
+
+
+def _raw(path: Path, sql: str, params: tuple = ()) -> None:
+    """Write the store behind the harness's back, as a candidate process with access could."""
+    raw = sqlite3.connect(path)
+    raw.execute(sql, params)
+    raw.commit()
+    raw.close()
+
+
+def test_evaluation_edited_outside_the_harness_is_a_miss_and_reevaluated(store, caplog):
+    store.put_evaluation("cand", {"correct": False, "speedup": 0.9}, kind="cuda")
+    _raw(store.path, "UPDATE evaluations SET result = ? WHERE key = 'cand'",
+         (json.dumps({"correct": True, "speedup": 1000.0}, separators=(",", ":"), sort_keys=True),))
+    with caplog.at_level("WARNING", logger="veriforge.core.store"):
+        assert store.get_evaluation("cand") is None
+    assert "cand" in caplog.text and "not evaluated" in caplog.text
+    assert list(store.iter_evaluations()) == [] and store.count_evaluations() == 0
+    calls = []
+
+    def evaluate():
+        calls.append(1)
+        return {"correct": False, "speedup": 0.9}
+
+    assert store.evaluate_once("cand", evaluate, kind="cuda") == {"correct": False, "speedup": 0.9}
+    assert calls == [1]  # re-evaluated, and the forged record overwritten with a signed one
+    assert store.get_evaluation("cand") == {"correct": False, "speedup": 0.9}
+    assert store.evaluate_once("cand", lambda: pytest.fail("now a trusted hit")) == {"correct": False,
+                                                                                     "speedup": 0.9}
+
+
+def test_forged_or_transplanted_signatures_are_misses(store):
+    import hashlib
+    import hmac
+
+    forged = json.dumps({"correct": True}, separators=(",", ":"))
+    # a signature made with a key the harness does not have
+    fake = hmac.new(os.urandom(32), b"cand-1" + forged.encode(), hashlib.sha256).hexdigest()
+    _raw(store.path, "INSERT INTO evaluations(key, kind, result, created, sig) VALUES ('cand-1', '', ?, 1, ?)",
+         (forged, fake))
+    # a genuine signature copied from another record: it signs that record's key and result only
+    store.put_evaluation("real", {"correct": True})
+    _raw(store.path, "INSERT INTO evaluations(key, kind, result, created, sig) "
+         "SELECT 'cand-2', kind, result, created, sig FROM evaluations WHERE key = 'real'")
+    # an unsigned record (as written before signatures, or by anything but the harness)
+    _raw(store.path, "INSERT INTO evaluations(key, kind, result, created) VALUES ('cand-3', '', ?, 1)", (forged,))
+    # values of the wrong types (SQLite columns accept anything): a miss, not a crash
+    _raw(store.path, "INSERT INTO evaluations(key, kind, result, created, sig) VALUES ('cand-4', 5, X'7b7d', 1, 7)")
+    for key in ("cand-1", "cand-2", "cand-3", "cand-4"):
+        assert store.get_evaluation(key) is None, key
+        assert store.evaluate_once(key, lambda: {"correct": False}) == {"correct": False}
+    assert sorted(k for k, _, _ in store.iter_evaluations()) == ["cand-1", "cand-2", "cand-3", "cand-4", "real"]
+    assert store.get_evaluation("real") == {"correct": True}
+
+
+def test_signatures_depend_on_the_installation_key(tmp_path, monkeypatch):
+    path = tmp_path / "shared.sqlite"
+    with RunStore(path) as s:
+        s.put_evaluation("k", {"v": 1})
+        assert s.get_evaluation("k") == {"v": 1}
+    monkeypatch.setenv("VERIFORGE_HOME", str(tmp_path / "other-home"))
+    with RunStore(path) as s:
+        assert s.get_evaluation("k") is None  # another installation's key: not ours to trust

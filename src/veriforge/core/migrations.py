@@ -122,6 +122,9 @@ MIGRATIONS: list[Migration] = [
         );
         CREATE INDEX records_namespace_run ON records(namespace, run_id);
     """),
+    Migration(4, "evaluation signatures (HMAC with the installation's secret key; NULL: untrusted)", """
+        ALTER TABLE evaluations ADD COLUMN sig TEXT;
+    """),
 ]
 
 SCHEMA_VERSION: int = MIGRATIONS[-1].version

@@ -10,15 +10,23 @@ connection per thread per process (SQLite connections must not cross threads or 
 write is a short ``BEGIN IMMEDIATE`` transaction so writers queue on SQLite's lock (with a busy
 timeout) instead of failing. :meth:`RunStore.evaluate_once` adds a claim protocol on top so an
 expensive evaluation runs once even when several processes want it at the same moment.
+
+Integrity (see docs/core.md, "Integrity of the store and caches"): a store file that is empty, is
+not SQLite, or fails ``PRAGMA quick_check`` is refused with a :class:`StoreError` naming it, never
+re-initialised; evaluation results carry an HMAC made with the installation's secret key
+(:mod:`veriforge.core.integrity`), and a result whose signature does not verify (written by
+anything but this harness, edited, or stored before signing existed) is a miss.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import socket
 import sqlite3
+import stat
 import threading
 import time
 import uuid
@@ -28,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from veriforge.core import integrity
 from veriforge.core.hashing import canonical_json, content_hash
 from veriforge.core.migrations import MIGRATIONS, Migration
 from veriforge.errors import StoreError
@@ -44,6 +53,12 @@ FINISHED_STATUSES = frozenset({"done", "cancelled"})
 """Statuses after which a run can no longer be resumed."""
 
 _HOST = socket.gethostname()
+_log = logging.getLogger(__name__)
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_checked_lock = threading.Lock()
+_checked: set[tuple[str, int, int]] = set()
+"""Store files (path, device, inode) this process has already run ``PRAGMA quick_check`` on."""
 
 
 def pid_alive(pid: int) -> bool:
@@ -162,6 +177,7 @@ class RunStore:
         self._lock = threading.Lock()
         self._closed = False
         self._claims: dict[str, str] = {}  # owner token -> key, renewed by the heartbeat thread
+        self._warned: set[tuple[str, str | None]] = set()  # evaluations already logged as untrusted
         self._heartbeat: threading.Thread | None = None
         self._stop = threading.Event()
         self._owner_pid = os.getpid()
@@ -169,6 +185,9 @@ class RunStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the folder for the run store {self.path}: {exc}") from exc
+        if not _inspect_file(self.path):
+            _create_file(self.path)
+            _inspect_file(self.path)
         self._migrate()
 
     # --- connections and transactions ------------------------------------------------------
@@ -181,7 +200,7 @@ class RunStore:
     def schema_version(self) -> int:
         return int(self._conn().execute("PRAGMA user_version").fetchone()[0])
 
-    def _open(self) -> _Connection:
+    def _open(self, check: bool = False) -> _Connection:
         try:
             conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None,
                                    check_same_thread=False, factory=_Connection)
@@ -189,6 +208,8 @@ class RunStore:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            if check:  # before anything that could write (switching a rollback-mode file to WAL)
+                self._quick_check(conn)
             mode = self._retry(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
             if str(mode).lower() != "wal":
                 raise StoreError(f"the run store {self.path} cannot use WAL mode (got {mode!r}); "
@@ -203,6 +224,25 @@ class RunStore:
             raise
         return conn
 
+    def _quick_check(self, conn: sqlite3.Connection) -> None:
+        """Refuse a damaged file: ``PRAGMA quick_check`` must answer ``ok``."""
+        try:
+            rows = self._retry(lambda: conn.execute("PRAGMA quick_check").fetchall())
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+            problems = str(exc)
+        except sqlite3.DatabaseError as exc:
+            problems = str(exc)
+        else:
+            if [tuple(r) for r in rows] == [("ok",)]:
+                return
+            problems = "; ".join(str(r[0]) for r in rows[:5])
+            if len(rows) > 5:
+                problems += f" (and {len(rows) - 5} more)"
+        raise StoreError(f"the run store {self.path} is damaged (SQLite's integrity check says: {problems}). "
+                         "Nothing was changed; restore it from a backup, or move it away to start a new store")
+
     def _conn(self) -> sqlite3.Connection:
         if self._closed:
             raise StoreError(f"the run store {self.path} is closed")
@@ -214,7 +254,12 @@ class RunStore:
             # Inherited across fork(): never use it, and never close it either (closing could
             # checkpoint or delete the WAL under the parent's feet). Keep it referenced forever.
             self._inherited.append(conn)
-        conn = self._open()
+        ident = _file_identity(self.path)
+        check = ident is None or ident not in _checked
+        conn = self._open(check=check)
+        if check and ident is not None:
+            with _checked_lock:
+                _checked.add(ident)
         conn.owner_pid = os.getpid()
         local.conn, local.pid = conn, os.getpid()
         with self._lock:
@@ -322,37 +367,54 @@ class RunStore:
 
     # --- evaluations -------------------------------------------------------------------------
 
+    def _trusted(self, key: str, kind: str, text: str, sig: str | None, *, warn: bool = True) -> bool:
+        """Whether a stored evaluation was signed by this installation's harness, as it stands."""
+        if (isinstance(kind, str) and isinstance(text, str)
+                and integrity.verify(sig, *_eval_parts(key, kind, text))):
+            return True
+        if warn and (key, sig) not in self._warned:
+            self._warned.add((key, sig))  # once per record and store object: waiters poll
+            why = ("is unsigned (stored before signing existed, or not by veriforge)" if sig is None
+                   else "has a signature that does not match (edited, or not written by this harness)")
+            _log.warning("run store %s: evaluation %s %s; treating it as not evaluated", self.path, key, why)
+        return False
+
     def get_evaluation(self, key: str) -> dict[str, Any] | None:
-        """The stored result for ``key``, or ``None`` if it was never evaluated."""
-        rows = self._read("SELECT result FROM evaluations WHERE key = ?", (key,))
-        return json.loads(rows[0][0]) if rows else None
+        """The stored result for ``key``, or ``None`` if it was never evaluated (or does not verify)."""
+        rows = self._read("SELECT kind, result, sig FROM evaluations WHERE key = ?", (key,))
+        if not rows or not self._trusted(key, *rows[0]):
+            return None
+        return json.loads(rows[0][1])
 
     def put_evaluation(self, key: str, result: dict[str, Any], kind: str = "") -> None:
-        """Store (or replace) the result for ``key``."""
+        """Store (or replace) the result for ``key``, signed."""
         text = _encode(result, f"evaluation result for {key}")
+        sig = integrity.sign(*_eval_parts(key, kind, text))
         with self.transaction() as conn:
-            conn.execute("INSERT INTO evaluations(key, kind, result, created) VALUES (?, ?, ?, ?) "
-                         "ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, result = excluded.result",
-                         (key, kind, text, time.time()))
+            conn.execute("INSERT INTO evaluations(key, kind, result, created, sig) VALUES (?, ?, ?, ?, ?) "
+                         "ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, result = excluded.result, "
+                         "sig = excluded.sig", (key, kind, text, time.time(), sig))
 
     def iter_evaluations(self, kind: str | None = None) -> Iterator[tuple[str, str, dict[str, Any]]]:
         """Every stored ``(key, kind, result)`` (optionally of one ``kind``), oldest first.
 
         For consumers that learn from past evaluations, e.g. calibrating the cost model on the GPU
-        timings a run store has accumulated.
+        timings a run store has accumulated. Records that do not verify are skipped (and logged).
         """
         if kind is None:
-            rows = self._read("SELECT key, kind, result FROM evaluations ORDER BY created, key")
+            rows = self._read("SELECT key, kind, result, sig FROM evaluations ORDER BY created, key")
         else:
-            rows = self._read("SELECT key, kind, result FROM evaluations WHERE kind = ? ORDER BY created, key",
-                              (kind,))
-        for key, k, text in rows:
-            yield key, k, json.loads(text)
+            rows = self._read("SELECT key, kind, result, sig FROM evaluations WHERE kind = ? "
+                              "ORDER BY created, key", (kind,))
+        for key, k, text, sig in rows:
+            if self._trusted(key, k, text, sig):
+                yield key, k, json.loads(text)
 
     def count_evaluations(self, kind: str | None = None) -> int:
-        if kind is None:
-            return int(self._read("SELECT COUNT(*) FROM evaluations")[0][0])
-        return int(self._read("SELECT COUNT(*) FROM evaluations WHERE kind = ?", (kind,))[0][0])
+        """How many stored evaluations verify (would be hits), optionally of one ``kind``."""
+        rows = self._read("SELECT key, kind, result, sig FROM evaluations WHERE (? IS NULL OR kind = ?)",
+                          (kind, kind))
+        return sum(1 for key, k, text, sig in rows if self._trusted(key, k, text, sig, warn=False))
 
     def evaluate_once(self, key: str, fn: Callable[[], dict[str, Any]], kind: str = "", *,
                       wait_timeout_s: float | None = None) -> dict[str, Any]:
@@ -382,6 +444,7 @@ class RunStore:
         try:
             result = fn()
             text = _encode(result, f"evaluation result for {key}")
+            sig = integrity.sign(*_eval_parts(key, kind, text))
         except BaseException:
             self._drop(token)
             with contextlib.suppress(StoreError):
@@ -391,11 +454,17 @@ class RunStore:
         try:
             with self.transaction() as conn:
                 # First result wins: if our lease lapsed and someone else finished meanwhile, every
-                # caller must still see one and the same result.
-                conn.execute("INSERT INTO evaluations(key, kind, result, created) VALUES (?, ?, ?, ?) "
-                             "ON CONFLICT(key) DO NOTHING", (key, kind, text, time.time()))
+                # caller must still see one and the same result. A record that does not verify is
+                # no result: it is overwritten.
+                row = conn.execute("SELECT kind, result, sig FROM evaluations WHERE key = ?", (key,)).fetchone()
+                if row is not None and self._trusted(key, *row, warn=False):
+                    stored = row[1]
+                else:
+                    conn.execute("INSERT INTO evaluations(key, kind, result, created, sig) VALUES (?, ?, ?, ?, ?) "
+                                 "ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, result = excluded.result, "
+                                 "sig = excluded.sig", (key, kind, text, time.time(), sig))
+                    stored = text
                 conn.execute("DELETE FROM eval_claims WHERE key = ?", (key,))
-                stored = conn.execute("SELECT result FROM evaluations WHERE key = ?", (key,)).fetchone()[0]
         finally:
             self._drop(token)
         return json.loads(stored)
@@ -403,9 +472,9 @@ class RunStore:
     def _try_claim(self, key: str) -> tuple[str, Any]:
         """One atomic look: ("done", result) | ("claimed", token) | ("wait", (pid, host))."""
         with self.transaction() as conn:
-            row = conn.execute("SELECT result FROM evaluations WHERE key = ?", (key,)).fetchone()
-            if row is not None:
-                return "done", json.loads(row[0])
+            row = conn.execute("SELECT kind, result, sig FROM evaluations WHERE key = ?", (key,)).fetchone()
+            if row is not None and self._trusted(key, *row):
+                return "done", json.loads(row[1])
             claim = conn.execute("SELECT pid, host, lease_until FROM eval_claims WHERE key = ?",
                                  (key,)).fetchone()
             now = time.time()
@@ -620,6 +689,88 @@ class RunStore:
         with self.transaction() as conn:
             cur = conn.execute("DELETE FROM records WHERE namespace = ? AND key = ?", (namespace, key))
             return cur.rowcount > 0
+
+
+def _eval_parts(key: str, kind: str, text: str) -> tuple[str, ...]:
+    """What an evaluation's signature covers: its key, kind and canonical JSON result."""
+    return ("evaluation", key, kind, text)
+
+
+def _file_identity(path: Path) -> tuple[str, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return str(path), st.st_dev, st.st_ino
+
+
+def _inspect_file(path: Path) -> bool:
+    """Whether ``path`` exists; refuses (without touching it) a file that cannot be a run store.
+
+    SQLite treats a zero-length file as an empty database and would happily create a fresh
+    schema in it, silently losing every result the file once held; so this looks first.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StoreError(f"cannot read the run store {path}: {exc}") from exc
+    try:
+        st = os.fstat(fd)
+        head = os.read(fd, len(_SQLITE_HEADER)) if stat.S_ISREG(st.st_mode) else b""
+    except OSError as exc:
+        raise StoreError(f"cannot read the run store {path}: {exc}") from exc
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"the run store {path} is not a regular file. Nothing was changed; point store.path "
+                         "at a file")
+    if st.st_size == 0:
+        raise StoreError(f"the run store {path} is empty (0 bytes): it was truncated or damaged, and opening it "
+                         "would silently start a new store in its place. Nothing was changed; restore it from a "
+                         "backup, or move it away to start a new store")
+    if head != _SQLITE_HEADER or st.st_size < 512:
+        raise StoreError(f"the run store {path} is not an SQLite database ({st.st_size} bytes without SQLite's "
+                         "header): it is another kind of file or it is damaged. Nothing was changed; point "
+                         "store.path at a run store, or move this file away to start a new store")
+    return True
+
+
+def _create_file(path: Path) -> None:
+    """Create an empty WAL-mode database at ``path`` unless something is there already.
+
+    It is built under a temporary name and hard-linked into place, so a concurrent opener never
+    sees a half-created (zero-length) file, which it would have to refuse.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.new")
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        finally:
+            conn.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process created it first
+        except OSError:
+            # No hard links on this file system: copy the bytes into an exclusively created file.
+            data = tmp.read_bytes()
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            except FileExistsError:
+                return
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreError(f"cannot create the run store {path}: {exc}") from exc
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(OSError):
+                os.unlink(f"{tmp}{suffix}")
 
 
 _RUN_COLUMNS = "id, kind, status, config, created, updated, finished, resumes, pid, host, summary"

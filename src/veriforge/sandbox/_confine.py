@@ -37,6 +37,7 @@ __all__ = [
     "drop_privileges",
     "kill_uid",
     "mount_namespace_id",
+    "mount_proc_hidepid",
     "setup_filesystem",
     "unshare",
 ]
@@ -156,7 +157,10 @@ def setup_filesystem(*, workdir: str, writable: list[str], hide: list[str], expo
     covered = [r for r, _ in roots]
     # Hold every path we bind back by descriptor before anything covers it.
     keep_rw = [p for p in dict.fromkeys([workdir, *writable]) if os.path.exists(p)]
-    ro = [p for p in dict.fromkeys(expose) if os.path.exists(p) and any(_under(p, c) for c in covered)]
+    # Exposed: paths strictly inside a covered root (exposing a root, or a parent of one, would
+    # undo the cover, e.g. a script in /tmp puts /tmp on sys.path).
+    ro = [p for p in dict.fromkeys(expose) if os.path.exists(p)
+          and any(_under(p, c) and p != c for c in covered) and not any(_under(c, p) for c in covered)]
     ro = [p for p in ro if not any(q != p and _under(p, q) and os.path.isdir(q) for q in ro)]  # outermost only
     binds = sorted([(p, True) for p in ro] + [(p, False) for p in keep_rw], key=lambda b: len(b[0]))
     fds = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p, _ in binds}
@@ -195,6 +199,12 @@ def setup_filesystem(*, workdir: str, writable: list[str], hide: list[str], expo
             os.close(fd)
     return {"readonly_mounts": readonly, "hidden": [r for r, t in roots if not t],
             "private_tmp": [r for r, t in roots if t], "exposed": ro, "writable": keep_rw, "private_proc": proc}
+
+
+def mount_proc_hidepid() -> None:
+    """A new ``/proc`` instance on which other users' processes are invisible (for confined
+    children without a PID namespace; per-instance options need Linux >= 5.8)."""
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible")
 
 
 def apply_rlimits(rlimits: dict) -> None:

@@ -38,8 +38,7 @@ class ModelNew(nn.Module):
     def forward(self, x):
 '''
 CRASH = _HEAD + "        os.kill(os.getpid(), 11)\n"
-HANG = _HEAD + ("        with open(os.environ['VF_PID_FILE'], 'w') as f:\n            f.write(str(os.getpid()))\n"
-                "        while True:\n            pass\n")
+HANG = _HEAD + "        while True:\n            pass\n"
 KILLS_SERVER = _HEAD + "        os.kill(os.getppid(), 9)\n        while True:\n            pass\n"
 ENV_PROBE = "import os\nraise RuntimeError('probe=' + os.environ.get('VF_ZYGOTE_PROBE', 'unset'))\n"
 
@@ -59,6 +58,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _uid_alive(uid: int) -> bool:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status") as fh:
+                    fields = dict(line.split(":", 1) for line in fh.read().splitlines() if ":" in line)
+            except OSError:
+                continue
+            if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
+                return True
+    return False
+
+
 def _passes() -> bool:
     res = evaluate(RELU, IMPLS[0], configs=["small"])
     return res.verdict.correct
@@ -74,19 +86,18 @@ def test_crash_and_hang_cost_one_child_not_the_server(no_static_scan, monkeypatc
     assert not res.verdict.correct and res.details["status"] == "crash"
     assert "signal 11" in res.verdict.reason
 
-    pid_file = tmp_path / "hang.pid"
-    monkeypatch.setenv("VF_PID_FILE", str(pid_file))
     started = time.monotonic()
     res = evaluate(RELU, HANG, configs=["small"], timeout=1)
     assert time.monotonic() - started < 20
     assert not res.verdict.correct and res.details["status"] == "timeout"
     assert "did not finish within 1 s" in res.verdict.reason
-    hung = int(pid_file.read_text())
-    assert hung not in (os.getpid(), server)
+    # The hung child ran under its own uid; nothing of that uid is left running.
+    uid = res.details["isolation"]["uid"]
+    assert uid != os.geteuid() or os.geteuid() != 0
     deadline = time.monotonic() + 10
-    while _alive(hung) and time.monotonic() < deadline:
+    while _uid_alive(uid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(hung)  # killed, and reaped by the server
+    assert not _uid_alive(uid) or os.geteuid() != 0  # killed by uid, reaped by the server
 
     assert zygote.server_pid == server and _alive(server)
     assert _passes()
@@ -104,12 +115,13 @@ def test_a_dead_server_is_replaced(no_static_scan) -> None:
     assert _passes()
     assert zygote.starts == starts + 1 and zygote.server_pid not in (None, old)
 
-    # A candidate that kills its own fork server is a crash, and the next evaluation gets a new server.
-    res = evaluate(RELU, KILLS_SERVER, configs=["small"])
-    assert not res.verdict.correct and res.details["status"] == "crash"
-    assert "fork server died" in res.verdict.reason
+    # A candidate cannot kill its fork server (another uid): it fails alone, and the server lives on.
+    res = evaluate(RELU, KILLS_SERVER, configs=["small"], timeout=5)
+    assert not res.verdict.correct
+    if os.geteuid() == 0:
+        assert "PermissionError" in res.verdict.reason or res.details["status"] == "timeout"
+        assert zygote.starts == starts + 1
     assert _passes()
-    assert zygote.starts == starts + 2
 
 
 def test_concurrent_requests_share_one_server() -> None:
@@ -134,12 +146,13 @@ def test_concurrent_requests_share_one_server() -> None:
     assert zygote.starts == starts
 
 
-def test_children_see_the_callers_environment_at_request_time(no_static_scan, monkeypatch) -> None:
+def test_candidates_never_see_the_callers_environment(no_static_scan, monkeypatch) -> None:
     assert _passes()  # the server is running before the variable exists
     monkeypatch.setenv("VF_ZYGOTE_PROBE", "seen-by-child-42")
-    res = evaluate(RELU, ENV_PROBE, configs=["small"])
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-zygote-secret")
+    res = evaluate(RELU, ENV_PROBE.replace("VF_ZYGOTE_PROBE", "OPENAI_API_KEY"), configs=["small"])
     assert not res.verdict.compiled
-    assert "probe=seen-by-child-42" in res.verdict.reason
+    assert "probe=unset" in res.verdict.reason and "sk-zygote-secret" not in res.verdict.reason
 
 
 @pytest.mark.slow

@@ -8,12 +8,21 @@ nothing else ever does. The same directory holds a precompiled header of the for
 it roughly halves the time to compile a small kernel) and the compiled user executables, keyed
 by the hash of their final source. Every artefact is written to a temporary name and renamed
 into place, so concurrent processes sharing a cache never see half-written files.
+
+Tamper evidence (see :mod:`veriforge.core.integrity`): the cache folder is private (0700); a
+built runtime carries a signed ``MANIFEST`` (every file's SHA-256, size and inode/mtime/ctime) and
+each executable a ``<exe>.sig``. A runtime or executable whose signature does not verify, or whose
+files changed, is never used: the runtime is moved aside and rebuilt (under a lock), the executable
+rebuilt and replaced.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -21,9 +30,13 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from veriforge.core import integrity
 from veriforge.core.paths import cache_dir
 from veriforge.errors import ToolchainNotFoundError, UnsupportedFeatureError
 
@@ -45,6 +58,9 @@ _BASE_FLAGS = ["-std=c++20", "-pthread", "-fno-strict-aliasing", "-fdiagnostics-
 _FAST_FLAGS = ["-O2", "-g1"]
 _ASAN_FLAGS = ["-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer"]
 SHIM_FILE = "<veriforge-launch-shims>"
+MANIFEST = "MANIFEST"
+_log = logging.getLogger(__name__)
+_build_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -114,6 +130,9 @@ class BuiltRuntime:
     compiler: HostCompiler
     cuda_include: Path | None
     sanitize: bool
+    shared: bool = False
+    """Lent read-only by the harness to a sandboxed process (``VERIFORGE_SHARED_RUNTIME``): the
+    process builds its executables in its own cache instead of ``root/bin``."""
 
     @property
     def flags(self) -> list[str]:
@@ -148,15 +167,134 @@ def runtime(sanitize: bool = False) -> BuiltRuntime:
     h.update(str(cuda_include).encode())
     h.update(repr((_BASE_FLAGS, _FAST_FLAGS, _ASAN_FLAGS, sanitize)).encode())
     key = h.hexdigest()[:20]
-    root = cache_dir("cpu-runtime") / (key + ("-asan" if sanitize else ""))
+    name = key + ("-asan" if sanitize else "")
+    shared = os.environ.get(SHARED_ENV)
+    if shared and (Path(shared) / name / "READY").is_file():
+        # A sandboxed process: the harness built this runtime and lent it read-only (the process
+        # cannot read the signing key, and cannot change these files either).
+        return BuiltRuntime(root=Path(shared) / name, key=key, compiler=compiler, cuda_include=cuda_include,
+                            sanitize=sanitize, shared=True)
+    root = cache_dir("cpu-runtime", private=True) / name
     memo = (str(root),)
     if memo in _runtimes and (root / "READY").exists():
-        return _runtimes[memo]
+        return _runtimes[memo]  # verified by this process already
     rt = BuiltRuntime(root=root, key=key, compiler=compiler, cuda_include=cuda_include, sanitize=sanitize)
-    if not (root / "READY").exists():
-        _build_runtime(rt)
+    if _runtime_problem(root) is not None:
+        with _build_lock, _file_lock(root.parent / f".{root.name}.lock"):
+            problem = _runtime_problem(root)  # re-check: another process may have rebuilt it meanwhile
+            if problem is not None:
+                if root.exists():
+                    _log.warning("the cached CPU runtime %s is not trusted (%s); rebuilding it", root, problem)
+                    _set_aside(root)
+                _build_runtime(rt)
     _runtimes[memo] = rt
     return rt
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` (across processes)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _set_aside(root: Path) -> None:
+    """Move an untrusted runtime out of the way (atomically) and delete it."""
+    aside = root.with_name(f"{root.name}.untrusted-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        os.rename(root, aside)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _runtime_files_on_disk(root: Path) -> dict[str, os.stat_result]:
+    """Every entry of a built runtime that its manifest covers (all but ``bin/`` and the manifest)."""
+    found: dict[str, os.stat_result] = {}
+    for folder, dirs, files in os.walk(root):
+        rel_folder = os.path.relpath(folder, root)
+        if rel_folder == ".":
+            dirs[:] = [d for d in dirs if d != "bin"]
+            files = [f for f in files if f not in (MANIFEST, MANIFEST + integrity.SIG_SUFFIX)]
+        for name in [*files, *(d for d in dirs if os.path.islink(os.path.join(folder, d)))]:
+            rel = os.path.normpath(os.path.join(rel_folder, name))
+            found[rel] = os.lstat(os.path.join(folder, name))
+    return found
+
+
+def _manifest_text(root: Path) -> str:
+    lines = []
+    for rel, st in sorted(_runtime_files_on_disk(root).items()):
+        if not os.path.isfile(root / rel) or os.path.islink(root / rel):
+            raise ToolchainNotFoundError(f"building the CPU runtime produced an unexpected entry {rel}")
+        digest = integrity.file_digest(root / rel)
+        lines.append(f"{digest} {st.st_size} {st.st_ino} {st.st_mtime_ns} {st.st_ctime_ns} {rel}")
+    return "\n".join(lines) + "\n"
+
+
+def _sign_runtime(root: Path, name: str) -> None:
+    text = _manifest_text(root)
+    (root / MANIFEST).write_text(text)
+    integrity.write_signature(root / MANIFEST, integrity.sign("cpu-runtime", name, text))
+
+
+def _runtime_problem(root: Path) -> str | None:
+    """Why the runtime at ``root`` cannot be trusted, or None if it can.
+
+    The manifest's signature must verify, and every file must be the one it lists: same
+    inode/size/mtime/ctime as when signed (ctime cannot be set back by anyone but root), or else
+    the same SHA-256. Files added or removed (a header that would shadow a system one) fail too.
+    """
+    if not (root / "READY").is_file():
+        return "not built"
+    try:
+        text = (root / MANIFEST).read_text()
+        sig = integrity.signature_path(root / MANIFEST).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return "no manifest"
+    if not integrity.verify(sig, "cpu-runtime", root.name, text):
+        return "the manifest's signature does not verify"
+    listed: dict[str, tuple[str, int, tuple[int, int, int]]] = {}
+    for line in text.splitlines():
+        digest, size, ino, mtime, ctime, rel = line.split(" ", 5)
+        listed[rel] = (digest, int(size), (int(ino), int(mtime), int(ctime)))
+    try:
+        on_disk = _runtime_files_on_disk(root)
+    except OSError as exc:
+        return f"cannot list it: {exc}"
+    if set(on_disk) != set(listed):
+        changed = sorted(set(on_disk) ^ set(listed))
+        return "files added or removed: " + ", ".join(changed[:5])
+    for rel, st in on_disk.items():
+        digest, size, ident = listed[rel]
+        if not os.path.isfile(root / rel) or os.path.islink(root / rel) or st.st_size != size:
+            return f"{rel} changed"
+        if (st.st_ino, st.st_mtime_ns, st.st_ctime_ns) == ident:
+            continue
+        try:
+            if integrity.file_digest(root / rel) != digest:
+                return f"{rel} changed"
+        except OSError as exc:
+            return f"cannot read {rel}: {exc}"
+    return None
+
+
+SHARED_ENV = "VERIFORGE_SHARED_RUNTIME"
+
+
+def lend_runtime(sanitize: bool = False) -> tuple[dict[str, str], list[str]]:
+    """What a sandboxed process needs to compile against this machine's runtime without
+    rebuilding it: the environment variable and the paths to expose read-only. The runtime is
+    built (by us, trusted) if needed, and made traversable by other uids."""
+    rt = runtime(sanitize)
+    mode = rt.root.stat().st_mode & 0o777
+    if mode & 0o005 != 0o005:  # built before runtimes were made lendable
+        os.chmod(rt.root, mode | 0o055)
+    return {SHARED_ENV: str(rt.root.parent)}, [str(rt.root)]
 
 
 def _build_runtime(rt: BuiltRuntime) -> None:
@@ -165,6 +303,7 @@ def _build_runtime(rt: BuiltRuntime) -> None:
     try:
         shutil.copytree(RUNTIME_SRC, tmp, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("__pycache__", "*.gch", "*.o"))
+        os.chmod(tmp, 0o755)  # readable by sandboxed builds (objects and headers only; bin/ stays 0700)
         staged = BuiltRuntime(root=tmp, key=rt.key, compiler=rt.compiler, cuda_include=rt.cuda_include,
                               sanitize=rt.sanitize)
         jobs: list[tuple[list[str], str]] = []
@@ -188,6 +327,7 @@ def _build_runtime(rt: BuiltRuntime) -> None:
                 + staged.scrub("\n".join(failures))[-4000:]
             )
         (tmp / "READY").write_text(rt.compiler.version + "\n")
+        _sign_runtime(tmp, rt.root.name)
         try:
             os.replace(tmp, rt.root)  # atomic publish; loses harmlessly to a concurrent builder
         except OSError:
@@ -289,11 +429,14 @@ def build_executable(rt: BuiltRuntime, text: str, *, kind: str, user_file: str, 
     Cached by content: the same text with the same runtime is compiled once.
     """
     key = hashlib.sha256(f"{rt.key}|{rt.sanitize}|{kind}|{user_file}\n{text}".encode()).hexdigest()[:24]
-    out_dir = rt.root / "bin"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = cache_dir("cpu-bin", private=True) / rt.root.name if rt.shared else rt.root / "bin"
+    out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     exe = out_dir / f"{kind}-{key}"
+    sign_parts = ("cpu-exe", rt.root.name, exe.name)
     if exe.exists():
-        return exe
+        if integrity.verify_file(exe, *sign_parts):
+            return exe
+        _log.warning("cached executable %s has no valid signature; rebuilding it", exe)
     tmp = Path(tempfile.mkdtemp(prefix=f"{kind}-{key}.tmp-", dir=out_dir))
     try:
         (tmp / "src.cpp").write_text(text)
@@ -305,7 +448,9 @@ def build_executable(rt: BuiltRuntime, text: str, *, kind: str, user_file: str, 
             raise CompileError(f"compiling {user_file} took longer than {timeout:.0f} s", [], "") from exc
         if proc.returncode != 0:
             _raise_for_build_failure(rt, proc.stdout + proc.stderr, user_file, user_source)
+        integrity.sign_file(tmp / "a.out", *sign_parts)
         os.replace(tmp / "a.out", exe)
+        os.replace(integrity.signature_path(tmp / "a.out"), integrity.signature_path(exe))
         return exe
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

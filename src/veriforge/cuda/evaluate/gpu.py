@@ -151,6 +151,21 @@ class GpuBackend(Backend):
         return run
 
     # ---- PyTorch→CUDA ----------------------------------------------------------------------------
+    def run_torch_timing(self, request: TorchRequest) -> BackendRun:
+        """Only the interleaved CUDA-event timing (correctness is judged across the trust boundary
+        by :mod:`.torchsplit`); measurements, and problems carried by one case."""
+        why = self.unavailable_reason()
+        if why:
+            raise BackendUnavailableError(why)
+        from .gpu_torch import guard_timers, time_torch
+
+        originals = guard_timers()
+        measurements, problems = time_torch(request, originals, label=self.label(), seed=self.seed)
+        run = BackendRun(status="ok", measurements=measurements)
+        if problems:
+            run.cases.append(CaseOutput(config=request.configs[0].name, trial=0, problems=problems))
+        return run
+
     def run_torch(self, request: TorchRequest) -> BackendRun:
         why = self.unavailable_reason()
         if why:

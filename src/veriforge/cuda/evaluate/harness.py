@@ -215,6 +215,7 @@ def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, t
     base.log = run.log
     base.measurements = list(run.measurements)
     base.features = dict(run.features)
+    _note_isolation(base)
     problems = [p for c in run.cases for p in c.problems]
     if problems:  # dynamic findings (e.g. work left on a side stream) outrank any comparison
         return _reject(base, sorted(set(problems)), "dynamic")
@@ -250,6 +251,35 @@ def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, t
         if notes:
             base.details["estimate_notes"] = notes
     return base
+
+
+def _run_torch_split(be: Any, request: Any, limit: float) -> BackendRun:
+    from .torchsplit import run_torch_split
+
+    device = "cpu" if be.name == "cpu" else "cuda"
+    run = run_torch_split(be.name, request, limit, device=device, label=be.label())
+    timing = getattr(be, "run_torch_timing", None)
+    if run.ok and timing is not None and request.timing.enabled and request.timing.trials > 0:
+        from .isolation import run_isolated
+
+        timed = run_isolated(be.name, "run_torch_timing", request, limit)
+        if not timed.ok:
+            run.status, run.message = timed.status, f"timing the candidate failed: {timed.message}"
+        else:
+            run.measurements = [m for m in run.measurements if m.provenance != "measured"] + timed.measurements
+            if timed.cases and run.cases:
+                run.cases[0].problems.extend(p for c in timed.cases for p in c.problems)
+    return run
+
+
+def _note_isolation(base: EvalResult) -> None:
+    """Move the sandbox's record of what isolation was in force into the verdict's details."""
+    iso = base.features.pop("isolation", None)
+    if isinstance(iso, dict):
+        base.details["isolation"] = {k: iso.get(k) for k in ("full", "missing", "user", "dropped_root",
+                                                               "filesystem", "network", "pid_namespace",
+                                                               "process_cleanup", "read_all_files", "strict", "uid")
+                                     if k in iso}
 
 
 def _input_results(per_config: dict[str, list[Comparison]]) -> list[InputResult]:
@@ -311,12 +341,12 @@ def _evaluate_torch(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, 
     if be.isolates("torch2cuda"):
         run = be.run_torch(request)
     else:
-        from .isolation import run_isolated
-
-        run = run_isolated(be.name, "run_torch", request, limit)
+        # The reference runs in a trusted child, the candidate in a confined one (torchsplit).
+        run = _run_torch_split(be, request, limit)
     base.log = run.log
     base.measurements = list(run.measurements)
     base.features = dict(run.features)
+    _note_isolation(base)
     problems = [p for c in run.cases for p in c.problems]
     if problems:
         return _reject(base, sorted(set(problems)), "dynamic")

@@ -58,6 +58,8 @@ PRELOAD = (
     "veriforge.cuda.evaluate.cpu",
     "veriforge.cuda.evaluate.torchrun",
     "veriforge.cuda.evaluate.isolation",
+    "veriforge.cuda.evaluate.torchsplit",
+    "veriforge.sandbox.confine",
 )
 """Modules the server imports before forking (missing optional ones, e.g. torch, are skipped)."""
 
@@ -242,12 +244,18 @@ class Zygote:
             return server
 
     def run(self, *, req: str, res: str, cwd: str, out: str, err: str, env: dict[str, str],
-            timeout_s: float) -> ChildOutcome:
-        """Run one request in a forked child; waits at most ``timeout_s`` for it, then kills it."""
+            timeout_s: float, call: list[Any] | None = None, confine: dict[str, Any] | None = None) -> ChildOutcome:
+        """Run one request in a forked child; waits at most ``timeout_s`` for it, then kills it.
+
+        ``call`` = ``[module, function, args]`` runs ``module.function(*args)`` instead of a pickled
+        back-end request; ``confine`` (from :func:`veriforge.sandbox.confine.prepare_child`) makes the
+        child confine itself before anything else runs (then ``env`` and ``cwd`` come from it).
+        """
         with self._lock:
             self._ids += 1
             pending = _Pending(self._ids)
-        payload = {"id": pending.id, "req": req, "res": res, "cwd": cwd, "out": out, "err": err, "env": env}
+        payload = {"id": pending.id, "req": req, "res": res, "cwd": cwd, "out": out, "err": err, "env": env,
+                   "call": call, "confine": confine}
         for attempt in (0, 1):  # a server that died while idle is replaced once
             server = self._live_server()
             try:
@@ -343,6 +351,12 @@ def _preload() -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)
+        try:
+            from .torchsplit import warm_up
+
+            warm_up()  # lazy torch imports happen once here, not in every child
+        except Exception:
+            pass
 
 
 def _child(msg: dict[str, Any], fds: list[int]) -> int:
@@ -359,9 +373,20 @@ def _child(msg: dict[str, Any], fds: list[int]) -> int:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(fd, target)
         os.close(fd)
-    os.environ.clear()
-    os.environ.update(msg["env"])
-    os.chdir(msg["cwd"])
+    if msg.get("confine"):
+        # Fail closed: if any layer cannot be applied the candidate never runs.
+        from veriforge.sandbox.confine import confine_child
+
+        confine_child(msg["confine"])
+    else:
+        os.environ.clear()
+        os.environ.update(msg["env"])
+        os.chdir(msg["cwd"])
+    if msg.get("call"):
+        import importlib
+
+        module, function, args = msg["call"]
+        return int(getattr(importlib.import_module(module), function)(*args) or 0)
     from .isolation import serve_request
 
     return serve_request(msg["req"], msg["res"])

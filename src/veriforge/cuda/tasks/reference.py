@@ -7,6 +7,12 @@ which is thousands of times faster than running serial code through any emulator
 configuration and the trial) because validate and search evaluate many candidates against the
 same inputs. reference.c is the task author's code and runs in the calling process.
 
+Both caches are private folders (0700) and every entry carries a ``<file>.sig`` signature (HMAC with
+the installation's secret key over the cache key and the file's SHA-256, see
+:mod:`veriforge.core.integrity`). A hit is used only if its signature verifies; a missing or bad
+signature, or a changed file, means the library is rebuilt / the outputs recomputed and the entry
+atomically replaced. Outputs are checked on the very bytes that are then loaded.
+
 reference.py is imported as a fresh module with its module-level constants overridden by the
 configuration (KernelBench files read e.g. ``batch_size`` inside ``get_inputs()`` at call time,
 so overriding the attribute after import is enough).
@@ -16,18 +22,22 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import io
+import logging
 import os
 import shutil
 import subprocess
 import tempfile
 import threading
 import types
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from veriforge.core import integrity
 from veriforge.core.paths import cache_dir
 from veriforge.errors import CompileError, ToolchainNotFoundError
 
@@ -43,6 +53,7 @@ _CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctype
 _lock = threading.Lock()
 _libs: dict[str, ctypes.CDLL] = {}
 _source_locks: dict[str, threading.Lock] = {}
+_log = logging.getLogger(__name__)
 
 
 class ReferenceError(TaskFormatError):
@@ -61,9 +72,11 @@ def compile_c_reference(source: str, name: str = "reference.c") -> Path:
     cc = _c_compiler()
     flags = ["-O2", "-std=gnu11", "-fPIC", "-shared"]
     key = hashlib.sha256("\0".join([cc, *flags, source]).encode()).hexdigest()[:32]
-    out = cache_dir("c-ref") / f"{key}.so"
+    out = cache_dir("c-ref", private=True) / f"{key}.so"
     if out.exists():
-        return out
+        if integrity.verify_file(out, "c-ref", key):
+            return out
+        _log.warning("cached reference library %s has no valid signature; rebuilding it", out)
     with tempfile.TemporaryDirectory(prefix="vf-cref-") as tmp:
         src = Path(tmp) / name
         src.write_text(source)
@@ -72,9 +85,11 @@ def compile_c_reference(source: str, name: str = "reference.c") -> Path:
                               timeout=120)
         if proc.returncode != 0:
             raise CompileError(f"{name} does not compile:\n{proc.stderr.strip()}", [], proc.stderr)
-        partial = out.with_suffix(f".{os.getpid()}.tmp")
+        partial = out.with_name(f"{out.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
         shutil.copyfile(tmp_out, partial)
+        integrity.sign_file(partial, "c-ref", key)
         os.replace(partial, out)
+        os.replace(integrity.signature_path(partial), integrity.signature_path(out))
     return out
 
 
@@ -130,17 +145,22 @@ def task_content_hash(spec: TaskSpec) -> str:
 def reference_outputs(spec: TaskSpec, case: Case, *, version: str = "1") -> dict[str, np.ndarray]:
     """:func:`run_c_reference` with an on-disk cache keyed by task content, config and trial."""
     key = hashlib.sha256(f"{task_content_hash(spec)}\0{case.config}\0{case.trial}\0{version}".encode()).hexdigest()
-    path = cache_dir("c-ref-out") / f"{key[:40]}.npz"
-    if path.exists():
+    path = cache_dir("c-ref-out", private=True) / f"{key[:40]}.npz"
+    data = integrity.read_verified(path, "c-ref-out", key)
+    if data is not None:
         try:
-            with np.load(path) as data:
-                return {k: data[k] for k in data.files}
-        except (OSError, ValueError, EOFError):
-            path.unlink(missing_ok=True)
+            with np.load(io.BytesIO(data)) as npz:  # the verified bytes themselves, never re-read
+                return {k: npz[k] for k in npz.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+            pass
+    elif path.exists():
+        _log.warning("cached reference outputs %s have no valid signature; recomputing them", path)
     outputs = run_c_reference(spec, case)
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp.npz")
     np.savez(tmp, **outputs)
+    integrity.sign_file(tmp, "c-ref-out", key)
     os.replace(tmp, path)
+    os.replace(integrity.signature_path(tmp), integrity.signature_path(path))
     return outputs
 
 
