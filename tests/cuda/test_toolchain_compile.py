@@ -42,11 +42,12 @@ def compiled(shared_cache):
 def forbid_nvcc(monkeypatch):
     calls: list[list[str]] = []
 
-    def fake_popen(cmd, *args, **kwargs):
+    def fake_run(cmd, *args, **kwargs):
         calls.append(list(cmd))
         raise NvccCalled(cmd[0])
 
-    monkeypatch.setattr(compiler_mod.subprocess, "Popen", fake_popen)
+    # nvcc runs through the sandbox (compiler._run): intercept it there.
+    monkeypatch.setattr(compiler_mod, "_run", fake_run)
     return calls
 
 
@@ -152,7 +153,7 @@ def test_include_dirs_defines_and_header_edits(tmp_path, shared_cache, monkeypat
     assert res.kernel("scale").smem_static_bytes == 512 and res.kernel("scale").barriers == 1
     # Editing a user header changes the cache key even though the source did not change.
     (tmp_path / "params.h").write_text("#define SCALE 3.0f\n")
-    monkeypatch.setattr(compiler_mod.subprocess, "Popen", _raise_called)
+    monkeypatch.setattr(compiler_mod, "_run", _raise_called)
     with pytest.raises(NvccCalled):
         toolchain.compile(source, include_dirs=[tmp_path], defines={"BLOCK": 128}, cache=shared_cache)
 

@@ -118,8 +118,9 @@ def check_models(settings) -> dict[str, Any]:
 
 def check_sandbox() -> dict[str, Any]:
     from veriforge.sandbox import capabilities
+    from veriforge.sandbox.policy import strict_default
 
-    return dict(capabilities())
+    return {**capabilities(), "strict_mode": strict_default()}
 
 
 def collect(settings) -> dict[str, Any]:
@@ -193,10 +194,17 @@ def render(report: dict[str, Any]) -> None:
     else:
         net = sb.get("network_isolation")
         table.add_row("sandbox network", _mark(net), escape(str(sb.get("network_detail", ""))))
+        fs_ok = bool(sb.get("strict_possible"))
+        table.add_row("sandbox filesystem", _mark(fs_ok), escape(str(sb.get("filesystem", ""))))
         for key, label in (("process_cleanup", "sandbox cleanup"), ("process_limit", "sandbox processes"),
                            ("user", "sandbox user"), ("rlimits", "sandbox rlimits")):
             if key in sb:
                 table.add_row(label, "", escape(str(sb[key])))
+        strict = sb.get("strict_mode")
+        table.add_row("sandbox strict", _mark(fs_ok if strict else None),
+                      "on: untrusted code runs only with every layer" if strict else
+                      ("off (full isolation is available here)" if fs_ok else
+                       "off: runs proceed with the layers above and say which were missing"))
     console.print(table)
 
 

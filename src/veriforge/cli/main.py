@@ -88,6 +88,12 @@ def _root(
     ] = False,
 ) -> None:
     ctx.obj = CliState(config, parse_overrides(set_ or []))
+    strict = str(ctx.obj.overrides.get("sandbox", {}).get("strict", "")).strip().lower()
+    if strict in ("1", "true", "yes", "on"):
+        # Every sandboxed run of this command (any depth) refuses to run without full isolation.
+        import os
+
+        os.environ["VERIFORGE_SANDBOX__STRICT"] = "1"
 
 
 def state(ctx: typer.Context) -> CliState:

@@ -26,8 +26,6 @@ import math
 import os
 import re
 import shutil
-import signal
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -568,10 +566,12 @@ def run_ncu(
     cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     extra_args: Sequence[str] = (),
+    expose: Sequence[str] = (),
 ) -> list[KernelProfile]:
     """Profile ``program`` under Nsight Compute and parse the result (needs a GPU).
 
-    The program runs in its own process group; on timeout the whole group is killed and
+    The program runs in :mod:`veriforge.sandbox` (``expose``: extra paths it may read, e.g. the
+    libraries it loads); on timeout the whole tree is killed and
     :class:`~veriforge.errors.KernelTimeoutError` raised. Raises :class:`ProfileError` when ncu
     fails or profiles no kernel (with ncu's own error lines), and for counter permission errors.
     """
@@ -588,26 +588,22 @@ def run_ncu(
         ncu=exe,
         extra_args=extra_args,
     )
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=cwd,
-        env=None if env is None else {**os.environ, **env},
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    # ncu runs the program, and the program may be a candidate: it runs in the sandbox (GPU
+    # policy). Counter access then needs non-admin profiling enabled (NVreg_RestrictProfilingToAdminUsers=0).
+    import tempfile
+
+    from veriforge.sandbox import ToolTimeoutError, run_tool
+
+    lent = [str(Path(p).resolve()) for p in [*cmd, *expose] if os.path.isabs(str(p)) and Path(p).exists()]
+    with tempfile.TemporaryDirectory(prefix="vf-ncu-") as tmp:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.communicate()
-        raise KernelTimeoutError(
-            f"ncu on {cmd[-1 - len(args)]} ran past {timeout:g} s and was killed"
-        ) from None
+            _, _, res = run_tool(cmd, cwd=Path(cwd) if cwd is not None else Path(tmp), timeout=timeout, gpu=True,
+                                 env=dict(env or {}), expose=lent)
+        except ToolTimeoutError:
+            raise KernelTimeoutError(
+                f"ncu on {cmd[-1 - len(args)]} ran past {timeout:g} s and was killed"
+            ) from None
+    out, err = res.stdout_text, res.stderr_text
     text = out + "\n" + err
     if "ERR_NVGPUCTRPERM" in text:
         raise ProfileError(_PERMISSION_HINT)
@@ -616,7 +612,7 @@ def run_ncu(
     except NcuParseError:
         msgs = _messages(text) or [ln for ln in err.strip().splitlines()[-5:]]
         raise ProfileError(
-            f"ncu exited with {proc.returncode} and produced no profile"
+            f"ncu exited with {res.exit_code if res.signal is None else -res.signal} and produced no profile"
             + (f": {' | '.join(msgs)}" if msgs else "")
         ) from None
     if not profiles:

@@ -13,11 +13,13 @@ from veriforge.sandbox.result import STATUSES, SandboxResult, Status
 from veriforge.sandbox.runner import (
     ExecutableNotFoundError,
     SandboxSetupError,
+    ToolTimeoutError,
     planned_isolation,
     run,
     run_async,
     run_python,
     run_python_async,
+    run_tool,
 )
 from veriforge.sandbox.workdir import WorkdirError
 
@@ -30,6 +32,7 @@ __all__ = [
     "SandboxResult",
     "SandboxSetupError",
     "Status",
+    "ToolTimeoutError",
     "WorkdirError",
     "capabilities",
     "planned_isolation",
@@ -37,4 +40,5 @@ __all__ = [
     "run_async",
     "run_python",
     "run_python_async",
+    "run_tool",
 ]

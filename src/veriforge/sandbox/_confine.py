@@ -208,8 +208,16 @@ def mount_proc_hidepid() -> None:
 
 
 def apply_rlimits(rlimits: dict) -> None:
+    """Set the limits, never above what this process already has: a sandbox started from inside
+    another (a compiler run by a confined candidate) keeps the tighter of the two."""
+    inf = resource.RLIM_INFINITY
     for name, (soft, hard) in rlimits.items():
-        resource.setrlimit(_RLIMITS[name], (soft, hard))
+        which = _RLIMITS[name]
+        _, cur_hard = resource.getrlimit(which)
+        if os.geteuid() != 0 and cur_hard != inf:
+            hard = cur_hard if hard == inf else min(hard, cur_hard)
+            soft = hard if soft == inf else min(soft, hard)
+        resource.setrlimit(which, (soft, hard))
 
 
 def drop_privileges(uid: int, gid: int) -> None:

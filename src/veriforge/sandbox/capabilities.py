@@ -157,6 +157,6 @@ def capabilities() -> dict[str, Any]:
             "private mount namespace: everything read-only except the work directory; /root, /home and "
             "veriforge's home hidden (only the Python installation exposed); private /tmp, /dev/shm, /proc"),
         "strict_possible": not p.filesystem_reason() and p.network_namespace and p.is_root,
-        "rlimits": "CPU, AS, FSIZE, NPROC, CORE=0",
+        "rlimits": "CPU, AS, FSIZE, NPROC, NOFILE, CORE=0",
         "cgroups": _cgroup_pids_writable(),
     }

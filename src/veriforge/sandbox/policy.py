@@ -28,7 +28,8 @@ from typing import Any
 from veriforge.errors import SandboxError
 from veriforge.sandbox.limits import Limits
 
-__all__ = ["DEFAULT_HIDDEN", "IsolationUnavailableError", "Policy", "interpreter_paths", "strict_default"]
+__all__ = ["DEFAULT_HIDDEN", "IsolationUnavailableError", "Policy", "interpreter_paths", "program_paths",
+           "strict_default"]
 
 DEFAULT_HIDDEN = ("/root", "/home")
 """Trees covered by an empty tmpfs (only exposed paths are bound back). Other root-only files
@@ -80,6 +81,37 @@ def interpreter_paths() -> list[str]:
     home = os.path.realpath(_veriforge_home())
     # Never expose veriforge's own data (store, caches, secret key), even if it sits on sys.path.
     return sorted(p for p in paths if os.path.exists(p) and not p.startswith(home.rstrip("/") + "/") and p != home)
+
+
+def program_paths(argv0: str, path_env: str | None) -> list[str]:
+    """What running ``argv0`` needs to read: the executable and, for anything inside a ``bin/``
+    folder (a virtualenv, a toolchain), that installation's prefix and a virtualenv's base
+    interpreter (``pyvenv.cfg`` ``home``). Directories on the program's ``PATH`` count too, so
+    ``python`` from a task environment works however it is named. Only folders that look like an
+    installation (a ``pyvenv.cfg`` or a ``lib/`` next to ``bin/``) are exposed whole."""
+    import shutil
+
+    found: list[str] = []
+    candidates = [shutil.which(argv0, path=path_env) if "/" not in argv0 else argv0]
+    candidates += [os.path.join(d, "python") for d in (path_env or "").split(":") if d]
+    for exe in candidates:
+        if not exe or not os.path.exists(exe):
+            continue
+        for p in (os.path.abspath(exe), os.path.realpath(exe)):
+            found.append(p)
+            parent = os.path.dirname(p)
+            prefix = os.path.dirname(parent)
+            cfg = os.path.join(prefix, "pyvenv.cfg")
+            installed = os.path.isfile(cfg) or os.path.isdir(os.path.join(prefix, "lib"))
+            if os.path.basename(parent) == "bin" and installed:
+                found.append(prefix)
+                if os.path.isfile(cfg):
+                    for line in open(cfg, encoding="utf-8", errors="replace"):
+                        key, _, value = line.partition("=")
+                        if key.strip() == "home" and value.strip():
+                            home_bin = os.path.realpath(value.strip())
+                            found.append(os.path.dirname(home_bin) if home_bin.endswith("/bin") else home_bin)
+    return list(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)

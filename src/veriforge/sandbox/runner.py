@@ -31,12 +31,12 @@ from veriforge.sandbox.capabilities import interpreter_blocker, probe
 from veriforge.sandbox.capture import CappedBuffer, pump
 from veriforge.sandbox.identity import SandboxUser, acquire_user, count_tasks
 from veriforge.sandbox.limits import Limits
-from veriforge.sandbox.policy import IsolationUnavailableError, Policy
+from veriforge.sandbox.policy import IsolationUnavailableError, Policy, program_paths
 from veriforge.sandbox.result import SandboxResult, classify
 from veriforge.sandbox.workdir import Workdir, build_env
 
-__all__ = ["ExecutableNotFoundError", "SandboxSetupError", "planned_isolation", "run", "run_async", "run_python",
-           "run_python_async"]
+__all__ = ["ExecutableNotFoundError", "SandboxSetupError", "ToolTimeoutError", "planned_isolation", "run",
+           "run_async", "run_python", "run_python_async", "run_tool"]
 
 SUPERVISOR = str(Path(__file__).with_name("_supervisor.py"))
 BACKSTOP_GRACE_S = 10.0
@@ -166,6 +166,39 @@ def planned_isolation(policy: Policy) -> dict[str, Any]:
     return info
 
 
+class ToolTimeoutError(SandboxError, TimeoutError):
+    """A tool run by :func:`run_tool` passed its wall-clock limit and was killed (whole tree)."""
+
+
+def run_tool(cmd: Sequence[str], *, cwd: Path, timeout: float, expose: Sequence[str] = (),
+             env: dict[str, str] | None = None, memory_mb: int | None = None, gpu: bool = False,
+             max_procs: int = 128) -> tuple[int, str, SandboxResult]:
+    """Run a trusted tool (nvcc, g++, a GPU driver program) on *untrusted input* in the sandbox.
+
+    Compilers read whatever a candidate's ``#include`` names and echo it in their errors, and a
+    driver program executes the candidate: so they get the candidate policy too. ``cwd`` (caller's
+    folder, lent for the run) holds the input and receives the outputs; ``expose`` adds read-only
+    paths the tool needs (a runtime's headers, a cached library). ``gpu`` keeps what the NVIDIA
+    driver needs (no address-space limit). Returns (exit code or -signal, stdout+stderr, result);
+    raises :class:`ToolTimeoutError` past ``timeout``.
+    """
+    limits = Limits(timeout_s=timeout, cpu_s=None, memory_mb=None if gpu else memory_mb, file_size_mb=4096,
+                    max_procs=max_procs, max_output_bytes=4_000_000)
+    tool_env = {"LC_ALL": "C"}
+    bin_dirs = [os.path.dirname(os.path.realpath(cmd[0]))] if "/" in cmd[0] else []
+    tool_env["PATH"] = ":".join([*bin_dirs, *build_env(Path("/"), Path("/"), None)["PATH"].split(":")])
+    for name in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "NVIDIA_VISIBLE_DEVICES"):
+        if name in os.environ:
+            tool_env[name] = os.environ[name]
+    tool_env.update(env or {})
+    policy = Policy(limits=limits, expose=tuple(expose), max_open_files=4096)
+    res = run(list(cmd), cwd=cwd, env=tool_env, policy=policy)
+    if res.status == "timeout":
+        raise ToolTimeoutError(f"{os.path.basename(cmd[0])} ran past {timeout:g} s and was killed")
+    code = -res.signal if res.signal is not None else (res.exit_code if res.exit_code is not None else -9)
+    return code, res.stdout_text + res.stderr_text, res
+
+
 def _nproc_for(limits: Limits, user: SandboxUser | None) -> int | None:
     if not limits.max_procs:
         return None
@@ -195,9 +228,11 @@ def _supervise(
                      limits=limits.to_dict(), full=not missing, missing=missing, strict=policy.strict)
     read_search = bool(isolation["read_all_files"]) and user is not None
     fs = None
+    config_env_path = build_env(workdir.path, workdir.tmp, env).get("PATH")
     if use_fs:
         fs = {"workdir": str(workdir.path), "writable": [os.path.abspath(p) for p in policy.writable],
-              "hide": policy.hidden_trees(), "expose": policy.exposed_paths(python=True),
+              "hide": policy.hidden_trees(),
+              "expose": [*policy.exposed_paths(python=True), *program_paths(argv[0], config_env_path)],
               "tmpfs_mb": policy.tmpfs_mb, "new_proc": pidns, "outer_ns": mount_namespace_id()}
     config = {
         "read_search": read_search,

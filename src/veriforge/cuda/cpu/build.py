@@ -437,20 +437,42 @@ def build_executable(rt: BuiltRuntime, text: str, *, kind: str, user_file: str, 
         if integrity.verify_file(exe, *sign_parts):
             return exe
         _log.warning("cached executable %s has no valid signature; rebuilding it", exe)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{kind}-{key}.tmp-", dir=out_dir))
+    # The source is untrusted (a model wrote it): the compiler runs in the sandbox, in a private
+    # folder, with only the runtime's headers and objects lent read-only, so an #include of a
+    # secret file or of the cache finds nothing.
+    tmp = Path(tempfile.mkdtemp(prefix=f"vf-build-{kind}-"))
     try:
         (tmp / "src.cpp").write_text(text)
         cmd = [rt.compiler.path, *rt.flags, "-x", "c++", "-include", str(rt.root / "vf_cuda.h"), "src.cpp",
                "-x", "none", *rt.objects(kind), "-o", "a.out", "-ldl"]
-        try:
-            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired as exc:
-            raise CompileError(f"compiling {user_file} took longer than {timeout:.0f} s", [], "") from exc
-        if proc.returncode != 0:
-            _raise_for_build_failure(rt, proc.stdout + proc.stderr, user_file, user_source)
-        integrity.sign_file(tmp / "a.out", *sign_parts)
-        os.replace(tmp / "a.out", exe)
-        os.replace(integrity.signature_path(tmp / "a.out"), integrity.signature_path(exe))
+        code, log = _compile_confined(cmd, tmp, timeout, rt, user_file)
+        if code != 0:
+            _raise_for_build_failure(rt, log, user_file, user_source)
+        built = tmp / "a.out"
+        if built.is_symlink() or not built.is_file():
+            raise CompileError(f"compiling {user_file} produced no executable", [], log)
+        staged = out_dir / f".{exe.name}.{uuid.uuid4().hex[:8]}"
+        shutil.copyfile(built, staged)
+        os.chmod(staged, 0o755)
+        integrity.sign_file(staged, *sign_parts)
+        os.replace(staged, exe)
+        os.replace(integrity.signature_path(staged), integrity.signature_path(exe))
         return exe
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _compile_confined(cmd: list[str], cwd: Path, timeout: float, rt: BuiltRuntime, user_file: str) -> tuple[int, str]:
+    """Run the host compiler on untrusted source in the sandbox (see docs/sandbox.md)."""
+    from veriforge.sandbox import ToolTimeoutError, run_tool
+
+    if not rt.shared:
+        mode = rt.root.stat().st_mode & 0o777
+        if mode & 0o005 != 0o005:
+            os.chmod(rt.root, mode | 0o055)
+    expose = [str(rt.root)] + ([str(rt.cuda_include)] if rt.cuda_include else [])
+    try:
+        code, log, _ = run_tool(cmd, cwd=cwd, timeout=timeout, expose=expose, memory_mb=None)
+    except ToolTimeoutError as exc:
+        raise CompileError(f"compiling {user_file} took longer than {timeout:.0f} s", [], "") from exc
+    return code, log

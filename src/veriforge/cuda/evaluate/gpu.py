@@ -17,11 +17,8 @@ produced here has provenance ``measured``.
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
-import signal
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -128,7 +125,8 @@ class GpuBackend(Backend):
                 write_case_input(work / f"case{k}.in", request.params, case.args)
                 plan.append(f"case {case.config} case{k}.in case{k}.out")
             (work / "plan.txt").write_text("\n".join(plan) + "\n")
-            code, out, err, timed_out = _run_driver([str(driver), "plan.txt"], work, request.timeout_s)
+            lent = [str(lib)] + ([str(base_lib)] if base_lib is not None else [])
+            code, out, err, timed_out = _run_driver([str(driver), "plan.txt"], work, request.timeout_s, lent)
             outputs: list[CaseOutput] = []
             for k, case in enumerate(request.cases):
                 path = work / f"case{k}.out"
@@ -188,23 +186,17 @@ class GpuBackend(Backend):
         return run
 
 
-def _run_driver(cmd: list[str], cwd: Path, timeout: float) -> tuple[int, str, str, bool]:
-    with open(cwd / "stdout", "wb") as out_f, open(cwd / "stderr", "wb") as err_f:
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-        timed_out = False
-        try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            code = proc.wait()
-    out = (cwd / "stdout").read_text(errors="replace")
-    err = (cwd / "stderr").read_text(errors="replace")
-    return code, out, err, timed_out
+def _run_driver(cmd: list[str], cwd: Path, timeout: float, expose: list[str] | None = None
+                ) -> tuple[int, str, str, bool]:
+    """The driver program executes the candidate: it runs in the sandbox (GPU policy: no address
+    space limit, devices usable), with the built libraries lent read-only."""
+    from veriforge.sandbox import ToolTimeoutError, run_tool
+
+    try:
+        code, _, res = run_tool(cmd, cwd=cwd, timeout=timeout, gpu=True, expose=[cmd[0], *(expose or [])])
+    except ToolTimeoutError:
+        return -9, "", f"the driver did not finish within {timeout:g} s and was killed", True
+    return code, res.stdout_text, res.stderr_text, False
 
 
 def _set_failure(run: BackendRun, request: CRequest, outputs: list[CaseOutput], code: int, err: str,
@@ -280,8 +272,9 @@ def _profile(driver: Path, work: Path, request: CRequest) -> dict[str, Any]:
     first = request.cases[0]
     (work / "profile_plan.txt").write_text(f"lib cand.so\ncase {first.config} case0.in profile.out\n")
     try:
+        lent = [str((work / "cand.so").resolve())]
         kernels = profile.run_ncu([str(driver), "profile_plan.txt"], ncu=ncu, launch_count=8, cwd=work,
-                                  timeout=max(120.0, request.timeout_s))
+                                  timeout=max(120.0, request.timeout_s), expose=lent)
     except Exception as exc:
         return {"profile_error": f"{type(exc).__name__}: {exc}"}
     main = max(kernels, key=lambda k: k.time_s or 0.0)

@@ -13,7 +13,6 @@ import hashlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -77,18 +76,14 @@ def runtime_lib_dirs(cuda_home: Path) -> list[Path]:
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float) -> tuple[int, str]:
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", start_new_session=True, env={**os.environ, "LC_ALL": "C"})
+    """nvcc on candidate source, in the sandbox (see :func:`veriforge.sandbox.run_tool`)."""
+    from veriforge.sandbox import ToolTimeoutError, run_tool
+
     try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.communicate()
+        code, out, _ = run_tool(cmd, cwd=cwd, timeout=timeout)
+    except ToolTimeoutError:
         raise CompileError(f"nvcc ran past {timeout:g} s and was stopped") from None
-    return proc.returncode, out or ""
+    return code, out
 
 
 def _key(*parts: str) -> str:

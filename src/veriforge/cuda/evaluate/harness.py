@@ -80,13 +80,15 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
              store: Any = None, trials: int = DEFAULT_TRIALS, timeout: float | None = None, profile: bool = False,
              seed: int | None = None, configs: list[str] | None = None, memcheck: bool = False,
              estimate: bool = True, timing: TimingOptions | None = None,
-             baseline: str | Path | None = None) -> EvalResult:
+             baseline: str | Path | None = None, secret: int | None = None) -> EvalResult:
     """Evaluate ``candidate`` on ``task`` with the ``backend`` (``"cpu"`` or ``"gpu"``).
 
     ``trials`` ≥ 2 runs per configuration with fresh inputs (trial ``t`` of config ``c`` is drawn
     from ``(c.seed, t)``; ``seed`` shifts every trial to other data); ``configs`` restricts the
     configurations; ``memcheck`` adds an AddressSanitizer check (CPU) of every access;
-    ``estimate`` adds the cost model's time on the CPU back-end; ``baseline`` (C→CUDA: a source
+    ``estimate`` adds the cost model's time on the CPU back-end; without a ``seed``, every trial
+    after the first uses inputs drawn from a fresh secret (``result.details["input_secret"]``;
+    pass it back as ``secret=`` to reproduce a verdict exactly); ``baseline`` (C→CUDA: a source
     or path with the same entry) is timed next to the candidate by measuring back-ends (GPU) for a
     speed-up. With a ``store`` (RunStore) the result is cached and concurrent evaluations of the
     same key run once.
@@ -110,8 +112,12 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
     key = evaluation_key(spec, cand, backend_name, options)
 
     def run() -> dict[str, Any]:
+        drawn = None if seed is not None else (new_secret() if secret is None else int(secret))
         res = _evaluate_uncached(spec, cand, backend, trials=trials, timeout=timeout, seed=seed, configs=chosen,
-                                 memcheck=memcheck, estimate=estimate, timing=timing, baseline=baseline_source)
+                                 memcheck=memcheck, estimate=estimate, timing=timing, baseline=baseline_source,
+                                 secret=drawn)
+        if drawn is not None:
+            res.details["input_secret"] = drawn
         res.key = key
         res.seconds = time.perf_counter() - started
         # Stored results are self-contained: what was evaluated travels with the verdict, so later
@@ -139,14 +145,32 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
     return result
 
 
-def _trial_numbers(trials: int, seed: int | None) -> list[int]:
-    base = 0 if seed is None else 1000 * int(seed) + 17
-    return [base + t for t in range(trials)]
+SECRET_TRIAL_BASE = 1 << 40
+"""Trial numbers at or above this were drawn from a secret (never written into prompts or tasks)."""
+
+
+def _trial_numbers(trials: int, seed: int | None, secret: int | None = None) -> list[int]:
+    """Trial numbers: ``seed`` shifts all of them (reproducible runs); otherwise trial 0 is the
+    task's fixed trial (its reference outputs are cached) and every further trial is drawn from
+    ``secret``, fresh for each evaluation, so outputs memorised from earlier runs cannot pass."""
+    if seed is not None:
+        base = 1000 * int(seed) + 17
+        return [base + t for t in range(trials)]
+    if secret is None:
+        return list(range(trials))
+    return [0] + [SECRET_TRIAL_BASE + (int(secret) * 64 + t) % (1 << 40) for t in range(1, trials)]
+
+
+def new_secret() -> int:
+    """A fresh secret for one evaluation's inputs (recorded in the result for reproduction)."""
+    import secrets
+
+    return secrets.randbelow(1 << 31)
 
 
 def _evaluate_uncached(spec: TaskSpec, cand: Candidate, backend: Any, *, trials: int, timeout: float | None,
                        seed: int | None, configs: list[str], memcheck: bool, estimate: bool,
-                       timing: TimingOptions, baseline: str | None = None) -> EvalResult:
+                       timing: TimingOptions, baseline: str | None = None, secret: int | None = None) -> EvalResult:
     be = get_backend(backend)
     base = EvalResult(verdict=Verdict.failed(reason="not evaluated"), task_id=spec.id, backend=be.name,
                       candidate_hash=cand.hash)
@@ -157,9 +181,9 @@ def _evaluate_uncached(spec: TaskSpec, cand: Candidate, backend: Any, *, trials:
         raise BackendUnavailableError(f"the {be.name} back-end cannot run here: {why}")
     if spec.family == "c2cuda":
         return _evaluate_c(spec, cand, be, base, trials=trials, timeout=timeout, seed=seed, configs=configs,
-                           memcheck=memcheck, estimate=estimate, timing=timing, baseline=baseline)
+                           memcheck=memcheck, estimate=estimate, timing=timing, baseline=baseline, secret=secret)
     return _evaluate_torch(spec, cand, be, base, trials=trials, timeout=timeout, seed=seed, configs=configs,
-                           timing=timing)
+                           timing=timing, secret=secret)
 
 
 def _reject(base: EvalResult, reasons: list[str], kind: str, compiled: bool = True) -> EvalResult:
@@ -187,7 +211,7 @@ def _backend_failure(base: EvalResult, run: BackendRun, results: list[InputResul
 
 def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, trials: int, timeout: float | None,
                 seed: int | None, configs: list[str], memcheck: bool, estimate: bool,
-                timing: TimingOptions, baseline: str | None = None) -> EvalResult:
+                timing: TimingOptions, baseline: str | None = None, secret: int | None = None) -> EvalResult:
     from veriforge.cuda.tasks.generate import make_case
     from veriforge.cuda.tasks.reference import reference_outputs
 
@@ -199,10 +223,10 @@ def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, t
     params = [CParam(p.name, p.type, p.role) for p in spec.params]
     cases, refs = [], []
     for config in configs:
-        for t in _trial_numbers(trials, seed):
+        for t in _trial_numbers(trials, seed, secret):
             case = make_case(spec, config, t)
             cases.append(CCase(config=config, trial=t, args=case.args, variables=dict(case.env)))
-            refs.append(reference_outputs(spec, case, version=HARNESS_VERSION))
+            refs.append(reference_outputs(spec, case, version=HARNESS_VERSION, cache=t < SECRET_TRIAL_BASE))
     limit = timeout if timeout is not None else 60.0 + 10.0 * len(cases)
     request = CRequest(task_id=spec.id, source=cand.source, entry=spec.entry, params=params, cases=cases,
                        timeout_s=limit, timing=timing, memcheck=memcheck, baseline_source=baseline)
@@ -322,7 +346,7 @@ def _input_dependence(spec: TaskSpec, cases: list[tuple[Any, Any, dict]]) -> str
 
 def _evaluate_torch(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, trials: int,
                     timeout: float | None, seed: int | None, configs: list[str],
-                    timing: TimingOptions) -> EvalResult:
+                    timing: TimingOptions, secret: int | None = None) -> EvalResult:
     from .anticheat_torch import scan_torch
 
     assert spec.folder is not None
@@ -337,7 +361,7 @@ def _evaluate_torch(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, 
     request = TorchRequest(task_id=spec.id, reference_source=(spec.folder / "reference.py").read_text(),
                            candidate_source=cand.source, configs=tconfigs, trials=trials, timeout_s=limit,
                            timing=timing, allowed_dtypes=tuple(spec.allowed_dtypes),
-                           trial_numbers=tuple(_trial_numbers(trials, seed)))
+                           trial_numbers=tuple(_trial_numbers(trials, seed, secret)))
     if be.isolates("torch2cuda"):
         run = be.run_torch(request)
     else:

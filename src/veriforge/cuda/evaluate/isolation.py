@@ -1,9 +1,10 @@
 """Running a back-end call in a fresh process with a time limit and a process-group kill.
 
-Used for every back-end that does not isolate candidates itself (all PyTorch→CUDA candidates,
-which are Python modules the harness must never import, and GPU back-ends, where a CUDA error
-can poison the context of the process). The request and the result cross the boundary as
-pickle files; the child runs in its own session so a timeout kills every process it started.
+Used for back-end calls that run candidate code outside the harness (GPU timing of PyTorch
+candidates, back-ends that do not isolate C→CUDA candidates themselves). The child is confined
+by :mod:`veriforge.sandbox`; the request goes in as a pickle the harness wrote, and the result
+comes back through :func:`load_result`, an allow-listed unpickler (results, cases, measurements,
+numpy arrays: nothing that can run code in the harness).
 A crash (segfault, abort, ``os._exit``) or a hang comes back as a :class:`BackendRun` with
 status ``crash`` / ``timeout`` - never as an exception in the harness.
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -45,38 +45,60 @@ def uses_zygote(backend: str) -> bool:
 
 def run_isolated(backend: str, method: str, request: Any, timeout_s: float, *, env: dict[str, str] | None = None,
                  what: str = "the candidate") -> BackendRun:
-    """``get_backend(backend).<method>(request)`` in a child process; ``timeout_s`` is the limit."""
-    with tempfile.TemporaryDirectory(prefix="vf-iso-") as tmp:
+    """``get_backend(backend).<method>(request)`` in a confined child process; ``timeout_s`` is the limit.
+
+    The child runs candidate code, so it is confined by :mod:`veriforge.sandbox` (per-run uid,
+    private read-only filesystem, no network, whole tree killed) and what it sends back is read
+    with :func:`load_result`, which only rebuilds result objects and arrays (a pickle from the
+    child could otherwise run code in the harness).
+    """
+    from veriforge.sandbox import Limits, Policy
+
+    gpu = backend not in ZYGOTE_BACKENDS
+    policy = Policy(limits=Limits(timeout_s=timeout_s + (_ZYGOTE_GRACE_S if uses_zygote(backend) else _GRACE_S),
+                                  cpu_s=None, memory_mb=None if gpu else 65536, file_size_mb=2048,
+                                  max_procs=256, max_output_bytes=1_000_000), max_open_files=4096)
+    child_env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
+    child_env.update(env or {})
+    with tempfile.TemporaryDirectory(prefix="vf-iso-logs-") as logs, \
+            tempfile.TemporaryDirectory(prefix="vf-iso-") as tmp:
         req_path, res_path = Path(tmp) / "request.pkl", Path(tmp) / "result.pkl"
-        out_path, err_path = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        out_path, err_path = Path(logs) / "stdout", Path(logs) / "stderr"
         with open(req_path, "wb") as f:
             pickle.dump((backend, method, request), f, protocol=pickle.HIGHEST_PROTOCOL)
-        child_env = {**os.environ, **(env or {})}
         lost = False
+        code: int | None = None
+        timed_out = False
+        done = False
         if uses_zygote(backend):
+            from veriforge.sandbox.confine import lend, prepare_child
+
             from .zygote import ZygoteError, get_zygote
 
+            child = prepare_child(policy, cwd=Path(tmp), env=child_env)
             try:
+                lend(child)
                 outcome = get_zygote().run(req=str(req_path), res=str(res_path), cwd=tmp, out=str(out_path),
-                                           err=str(err_path), env=child_env, timeout_s=timeout_s + _ZYGOTE_GRACE_S)
+                                           err=str(err_path), env={}, timeout_s=timeout_s + _ZYGOTE_GRACE_S,
+                                           confine=child.spec)
             except ZygoteError:
-                code, timed_out = _run_subprocess(req_path, res_path, out_path, err_path, tmp, child_env, timeout_s)
+                pass
             else:
-                code, timed_out, lost = outcome.code, outcome.timed_out, outcome.lost
+                code, timed_out, lost, done = outcome.code, outcome.timed_out, outcome.lost, True
+            finally:
+                child.close()
+        if not done:
+            code, timed_out, stdout, stderr = _run_subprocess(tmp, policy, child_env)
         else:
-            code, timed_out = _run_subprocess(req_path, res_path, out_path, err_path, tmp, child_env, timeout_s)
-        stderr = _read(err_path)
-        stdout = _read(out_path)
+            stdout, stderr = _read(out_path), _read(err_path)
         if timed_out:
             return BackendRun(status="timeout", message=f"{what} did not finish within {timeout_s:g} s and was "
                                                         f"killed", log=_tail(stdout + stderr))
-        if res_path.exists():
-            with open(res_path, "rb") as f:
-                result = pickle.load(f)
-            if isinstance(result, BackendRun):
-                if stdout or stderr:
-                    result.log = (result.log + "\n" + _tail(stdout + stderr)).strip()
-                return result
+        result = load_result(res_path)
+        if isinstance(result, BackendRun):
+            if stdout or stderr:
+                result.log = (result.log + "\n" + _tail(stdout + stderr)).strip()
+            return result
         if lost or code is None:
             reason = "its fork server died"
         else:
@@ -85,22 +107,51 @@ def run_isolated(backend: str, method: str, request: Any, timeout_s: float, *, e
                                                   f"{_tail(stderr) or '(no output)'}", log=_tail(stdout + stderr))
 
 
-def _run_subprocess(req_path: Path, res_path: Path, out_path: Path, err_path: Path, cwd: str, env: dict[str, str],
-                    timeout_s: float) -> tuple[int, bool]:
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "veriforge.cuda.evaluate.isolation", str(req_path),
-                                 str(res_path)], stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd,
-                                env=env, start_new_session=True)
-        try:
-            code = proc.wait(timeout=timeout_s + _GRACE_S)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _killpg(proc.pid)
-            code = proc.wait()
-        else:
-            _killpg(proc.pid)  # children the candidate left behind die with the group
-    return code, timed_out
+_PASS_ENV = ("VF_CPU_THREADS", "VF_FIBER_STACK_KB", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
+             "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+             "VERIFORGE_EVAL_ZYGOTE")
+_SAFE_GLOBALS = {
+    ("veriforge.cuda.evaluate.backend", "BackendRun"), ("veriforge.cuda.evaluate.backend", "CaseOutput"),
+    ("veriforge.core.types", "Measurement"), ("numpy", "ndarray"), ("numpy", "dtype"),
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"), ("builtins", "complex"),
+    ("collections", "OrderedDict"),
+}
+MAX_RESULT_BYTES = 1 << 30
+
+
+class _ResultUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _SAFE_GLOBALS:
+            raise pickle.UnpicklingError(f"the result refers to {module}.{name}, which a result may not contain")
+        return super().find_class(module, name)
+
+
+def load_result(path: Path) -> Any:
+    """The result a confined child wrote, or None: read without following links, size-capped, and
+    unpickled with an allow-list of classes (results, cases, measurements, numpy arrays)."""
+    import io
+
+    from .driver import read_untrusted
+
+    try:
+        data = read_untrusted(path, MAX_RESULT_BYTES)
+        if len(data) > MAX_RESULT_BYTES:
+            return None
+        value = _ResultUnpickler(io.BytesIO(data)).load()
+    except (OSError, ValueError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, IndexError):
+        return None
+    return value if isinstance(value, BackendRun) else None
+
+
+def _run_subprocess(tmp: str, policy: Any, env: dict[str, str]) -> tuple[int | None, bool, str, str]:
+    from veriforge.sandbox import run as sandbox_run
+
+    res = sandbox_run([sys.executable, "-m", "veriforge.cuda.evaluate.isolation", "request.pkl", "result.pkl"],
+                      cwd=Path(tmp), env=env, policy=policy)
+    code = -res.signal if res.signal is not None else res.exit_code
+    return code, res.status == "timeout", res.stdout_text, res.stderr_text
 
 
 def _killpg(pid: int) -> None:

@@ -142,8 +142,11 @@ def task_content_hash(spec: TaskSpec) -> str:
     return h.hexdigest()
 
 
-def reference_outputs(spec: TaskSpec, case: Case, *, version: str = "1") -> dict[str, np.ndarray]:
-    """:func:`run_c_reference` with an on-disk cache keyed by task content, config and trial."""
+def reference_outputs(spec: TaskSpec, case: Case, *, version: str = "1", cache: bool = True) -> dict[str, np.ndarray]:
+    """:func:`run_c_reference` with an on-disk cache keyed by task content, config and trial
+    (``cache=False`` for one-off inputs, e.g. the secret trials of an evaluation)."""
+    if not cache:
+        return run_c_reference(spec, case)
     key = hashlib.sha256(f"{task_content_hash(spec)}\0{case.config}\0{case.trial}\0{version}".encode()).hexdigest()
     path = cache_dir("c-ref-out", private=True) / f"{key[:40]}.npz"
     data = integrity.read_verified(path, "c-ref-out", key)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import signal
+import shutil
 import subprocess
 import tempfile
 import time
@@ -157,30 +157,45 @@ def _header_digests(source: str, include_dirs: Sequence[Path], limit: int = 256)
     return digests
 
 
-def _run(cmd: list[str], cwd: Path, timeout: float) -> tuple[int, str]:
-    """Run a tool in its own process group; on timeout kill the whole group (nvcc forks cicc, ptxas)."""
-    env = {**os.environ, "LC_ALL": "C"}
-    proc = subprocess.Popen(
-        cmd,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        env=env,
-        start_new_session=True,
-    )
+def _run(cmd: list[str], cwd: Path, timeout: float, expose: Iterable[str] = ()) -> tuple[int, str]:
+    """Run nvcc/ptxas on (untrusted) source in the sandbox: the whole tree (cicc, ptxas) is killed
+    on timeout, and an ``#include`` of a secret file or a cache finds nothing (docs/sandbox.md)."""
+    from veriforge.sandbox import ToolTimeoutError, run_tool
+
     try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.communicate()
-        raise
-    return proc.returncode, out or ""
+        code, out, _ = run_tool(cmd, cwd=cwd, timeout=timeout, expose=list(expose))
+    except ToolTimeoutError as exc:
+        raise subprocess.TimeoutExpired(cmd, timeout) from exc
+    return code, out
+
+
+_COPY_INCLUDES_LIMIT = 64 << 20
+
+
+def _lend_include_dirs(incs: list[Path], work: Path) -> tuple[list[Path], dict[str, str]]:
+    """Include folders as the sandboxed nvcc will see them: small ones are copied into the work
+    folder (the sandbox uid may not be able to read the user's own folders), big ones are exposed
+    read-only where they are. Returns the folders to pass and {copy: original} for messages."""
+    lent: list[Path] = []
+    copies: dict[str, str] = {}
+    for k, inc in enumerate(incs):
+        if not inc.is_dir():
+            lent.append(inc)
+            continue
+        size = 0
+        for root, _, names in os.walk(inc):
+            size += sum(os.path.getsize(os.path.join(root, n)) for n in names
+                        if os.path.isfile(os.path.join(root, n)))
+            if size > _COPY_INCLUDES_LIMIT:
+                break
+        if size > _COPY_INCLUDES_LIMIT:
+            lent.append(inc)
+            continue
+        copy = work / f".vf-include-{k}"
+        shutil.copytree(inc, copy, symlinks=False, dirs_exist_ok=True)
+        lent.append(copy)
+        copies[str(copy)] = str(inc)
+    return lent, copies
 
 
 def compile(
@@ -247,9 +262,12 @@ def compile(
         cmd = [str(tc.nvcc), f"-arch={arch}", f"-{output}", "-o", str(out)]
         if output == "cubin":
             cmd += ["-Xptxas", "-v"]
-        cmd += [f"-I{p}" for p in incs] + define_flags + list(user_flags) + [base]
+        lent, copies = _lend_include_dirs(incs, work)
+        cmd += [f"-I{p}" for p in lent] + define_flags + list(user_flags) + [base]
         try:
-            rc, log = _run(cmd, work, timeout)
+            rc, log = _run(cmd, work, timeout, [str(p) for p in lent])
+            for copy, original in copies.items():  # messages name the user's folders, not our copies
+                log = log.replace(copy, original)
             ptxas_log = log
             if rc == 0 and output == "ptx" and out.is_file():
                 ptxas_cmd = [str(tc.ptxas), f"-arch={arch}", "-v", str(out), "-o", os.devnull]
