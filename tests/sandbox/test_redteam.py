@@ -261,3 +261,57 @@ def test_sandbox_files_of_the_caller_are_private(tmp_path):
 def test_signals_to_the_supervisor_do_not_leak(sig):
     res = run_python(f"import os\nos.kill(1, {int(sig)})\nprint('done')\n", limits=Limits(timeout_s=5))
     assert res.status in ("ok", "timeout")
+
+
+@needs_full
+def test_spawned_long_lived_programs_are_confined_and_get_their_pipes():
+    """spawn(): the door for servers (the CPU runtime's kernel server) — same policy, lent fds."""
+    import subprocess
+    import sys
+
+    from veriforge.sandbox import spawn
+
+    r, w = os.pipe()
+    code = ("import os, sys\n"
+            "fd = int(sys.argv[1])\n"
+            "def probe(p):\n"
+            "    try:\n"
+            "        open(p).read(); return 'READ'\n"
+            "    except Exception as e:\n"
+            "        return type(e).__name__\n"
+            "os.write(fd, ('%s %s %d' % (probe('/etc/shadow'), probe('/root/.gitconfig'), os.getuid())).encode())\n")
+    proc = spawn([sys.executable, "-c", code, str(w)], pass_fds=(w,), stdout=subprocess.DEVNULL)
+    os.close(w)
+    try:
+        assert proc.wait(timeout=60) == 0
+        answer = os.read(r, 1000).decode().split()
+    finally:
+        os.close(r)
+    assert answer[0] != "READ" and answer[1] != "READ"
+    assert int(answer[2]) >= UID_BASE
+    assert proc.isolation["filesystem"] is True and proc.isolation["network"] is True
+
+
+@needs_full
+def test_kernel_host_code_cannot_read_secrets(tmp_path):
+    """A CUDA module's host function (untrusted C++) runs in the sandboxed kernel server."""
+    import numpy as np
+
+    from veriforge.cuda import cpu
+
+    src = r'''
+    #include <cstdio>
+    extern "C" void probe(int* out) {
+        FILE* f = fopen("/etc/shadow", "r");
+        out[0] = f ? 1 : 0;
+        if (f) fclose(f);
+        FILE* g = fopen("/tmp/vf-kernel-escape", "w");
+        out[1] = g ? 1 : 0;
+        if (g) fclose(g);
+    }
+    '''
+    mod = cpu.compile(src)
+    out = np.zeros(2, np.int32)
+    mod.call("probe", [out])
+    assert out.tolist() == [0, 1]  # no secret; /tmp is the sandbox's own
+    assert not Path("/tmp/vf-kernel-escape").exists()

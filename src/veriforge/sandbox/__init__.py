@@ -12,6 +12,7 @@ from veriforge.sandbox.policy import IsolationUnavailableError, Policy
 from veriforge.sandbox.result import STATUSES, SandboxResult, Status
 from veriforge.sandbox.runner import (
     ExecutableNotFoundError,
+    SandboxProcess,
     SandboxSetupError,
     ToolTimeoutError,
     planned_isolation,
@@ -20,6 +21,7 @@ from veriforge.sandbox.runner import (
     run_python,
     run_python_async,
     run_tool,
+    spawn,
 )
 from veriforge.sandbox.workdir import WorkdirError
 
@@ -29,6 +31,7 @@ __all__ = [
     "IsolationUnavailableError",
     "Limits",
     "Policy",
+    "SandboxProcess",
     "SandboxResult",
     "SandboxSetupError",
     "Status",
@@ -41,4 +44,5 @@ __all__ = [
     "run_python",
     "run_python_async",
     "run_tool",
+    "spawn",
 ]

@@ -184,6 +184,8 @@ def main() -> int:
     with open(sys.argv[2], "rb") as fh:
         cfg = json.load(fh)
     os.unlink(sys.argv[2])
+    for fd in cfg.get("keep_fds") or ():  # descriptors the caller lends the program (spawn)
+        os.set_inheritable(int(fd), True)
     pidns = bool(cfg["pidns"]) and os.getpid() == 1
     cfg["pidns"] = pidns
     reaper = "pid-namespace" if pidns else ("subreaper" if _set_subreaper() else "none")

@@ -35,8 +35,8 @@ from veriforge.sandbox.policy import IsolationUnavailableError, Policy, program_
 from veriforge.sandbox.result import SandboxResult, classify
 from veriforge.sandbox.workdir import Workdir, build_env
 
-__all__ = ["ExecutableNotFoundError", "SandboxSetupError", "ToolTimeoutError", "planned_isolation", "run",
-           "run_async", "run_python", "run_python_async", "run_tool"]
+__all__ = ["ExecutableNotFoundError", "SandboxProcess", "SandboxSetupError", "ToolTimeoutError", "planned_isolation",
+           "run", "run_async", "run_python", "run_python_async", "run_tool", "spawn"]
 
 SUPERVISOR = str(Path(__file__).with_name("_supervisor.py"))
 BACKSTOP_GRACE_S = 10.0
@@ -217,42 +217,9 @@ def _supervise(
     user: SandboxUser | None,
     missing: list[str],
 ) -> SandboxResult:
-    caps = probe()
     limits = policy.limits
-    isolation = planned_isolation(policy)
-    prefix = caps.unshare_prefix(network=policy.network, mount=isolation["filesystem"])
-    use_fs = "--mount" in prefix
-    isolation["filesystem"] = use_fs and isolation["filesystem"]
-    pidns = "--pid" in prefix
-    isolation.update(uid=user.uid if user else os.getuid(), dropped_root=user is not None,
-                     limits=limits.to_dict(), full=not missing, missing=missing, strict=policy.strict)
-    read_search = bool(isolation["read_all_files"]) and user is not None
-    fs = None
-    config_env_path = build_env(workdir.path, workdir.tmp, env).get("PATH")
-    if use_fs:
-        fs = {"workdir": str(workdir.path), "writable": [os.path.abspath(p) for p in policy.writable],
-              "hide": policy.hidden_trees(),
-              "expose": [*policy.exposed_paths(python=True), *program_paths(argv[0], config_env_path)],
-              "tmpfs_mb": policy.tmpfs_mb, "new_proc": pidns, "outer_ns": mount_namespace_id()}
-    config = {
-        "read_search": read_search,
-        "cmd": argv,
-        "env": build_env(workdir.path, workdir.tmp, env),
-        "rlimits": policy.rlimits(nproc=_nproc_for(limits, user)),
-        "uid": user.uid if user else None,
-        "gid": user.gid if user else None,
-        "timeout": limits.timeout_s or None,
-        "pidns": pidns,
-        "fs": fs,
-    }
-    # The config (with the caller's env, which may hold secrets) goes through a root-only file the
-    # supervisor reads and deletes before the program starts, not through world-readable argv.
-    cfg_fd, cfg_path = tempfile.mkstemp(prefix="veriforge-sbx-cfg-", suffix=".json")
-    with os.fdopen(cfg_fd, "w") as fh:
-        json.dump(config, fh)
-    report_r, report_w = os.pipe()
+    supervisor_argv, cfg_path, isolation, report_r, report_w = _prepare(argv, workdir, env, policy, user, missing)
     pass_fds = [report_w] + ([user.lock_fd] if user else [])
-    supervisor_argv = [*prefix, sys.executable, "-I", "-S", "-B", SUPERVISOR, str(report_w), cfg_path]
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -347,6 +314,147 @@ def _supervise(
         isolation=isolation,
         workdir=workdir.path if workdir.keep else None,
     )
+
+
+def _prepare(argv: list[str], workdir: Workdir, env: dict[str, str] | None, policy: Policy,
+             user: SandboxUser | None, missing: list[str], keep_fds: Sequence[int] = ()
+             ) -> tuple[list[str], str, dict[str, Any], int, int]:
+    """The supervisor's command line and root-only config file for one run, the isolation record,
+    and the report pipe (read end, write end)."""
+    caps = probe()
+    limits = policy.limits
+    isolation = planned_isolation(policy)
+    prefix = caps.unshare_prefix(network=policy.network, mount=isolation["filesystem"])
+    use_fs = "--mount" in prefix
+    isolation["filesystem"] = use_fs and isolation["filesystem"]
+    pidns = "--pid" in prefix
+    isolation.update(uid=user.uid if user else os.getuid(), dropped_root=user is not None,
+                     limits=limits.to_dict(), full=not missing, missing=missing, strict=policy.strict)
+    read_search = bool(isolation["read_all_files"]) and user is not None
+    fs = None
+    config_env = build_env(workdir.path, workdir.tmp, env)
+    if use_fs:
+        fs = {"workdir": str(workdir.path), "writable": [os.path.abspath(p) for p in policy.writable],
+              "hide": policy.hidden_trees(),
+              "expose": [*policy.exposed_paths(python=True), *program_paths(argv[0], config_env.get("PATH"))],
+              "tmpfs_mb": policy.tmpfs_mb, "new_proc": pidns, "outer_ns": mount_namespace_id()}
+    config = {
+        "read_search": read_search,
+        "cmd": argv,
+        "env": config_env,
+        "rlimits": policy.rlimits(nproc=_nproc_for(limits, user)),
+        "uid": user.uid if user else None,
+        "gid": user.gid if user else None,
+        "timeout": limits.timeout_s or None,
+        "pidns": pidns,
+        "fs": fs,
+        "keep_fds": list(keep_fds),
+    }
+    # The config (with the caller's env, which may hold secrets) goes through a root-only file the
+    # supervisor reads and deletes before the program starts, not through world-readable argv.
+    cfg_fd, cfg_path = tempfile.mkstemp(prefix="veriforge-sbx-cfg-", suffix=".json")
+    with os.fdopen(cfg_fd, "w") as fh:
+        json.dump(config, fh)
+    report_r, report_w = os.pipe()
+    supervisor_argv = [*prefix, sys.executable, "-I", "-S", "-B", SUPERVISOR, str(report_w), cfg_path]
+    return supervisor_argv, cfg_path, isolation, report_r, report_w
+
+
+class SandboxProcess:
+    """A long-lived sandboxed program started by :func:`spawn` (``subprocess.Popen``-like).
+
+    ``pid`` is the sandbox session's leader (kill its process group to end everything);
+    ``returncode`` is the *program's* (negative for a signal), known once it has ended.
+    """
+
+    def __init__(self, proc: subprocess.Popen, report_r: int, isolation: dict[str, Any], cleanup: Any) -> None:
+        self._proc = proc
+        self._report_r = report_r
+        self.isolation = isolation
+        self._cleanup = cleanup
+        self.returncode: int | None = None
+        self.report: dict[str, Any] = {}
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def _finish(self) -> int:
+        if self._report_r >= 0:
+            with os.fdopen(self._report_r, "rb") as fh:
+                raw = fh.read()
+            self._report_r = -1
+            try:
+                self.report = json.loads(raw) if raw else {}
+            except ValueError:
+                self.report = {}
+            status = self.report.get("status")
+            self.returncode = os.waitstatus_to_exitcode(status) if status is not None else -signal.SIGKILL
+            if "exec_error" in self.report:
+                self.returncode = 127
+            self._cleanup()
+        return self.returncode if self.returncode is not None else -signal.SIGKILL
+
+    def poll(self) -> int | None:
+        if self._proc.poll() is None:
+            return None
+        return self._finish()
+
+    def wait(self, timeout: float | None = None) -> int:
+        self._proc.wait(timeout=timeout)  # raises subprocess.TimeoutExpired like Popen.wait
+        return self._finish()
+
+    def kill(self) -> None:
+        _kill_session(self._proc.pid)
+        self.wait()
+
+
+def spawn(cmd: Sequence[str], *, policy: Policy | None = None, pass_fds: Sequence[int] = (),
+          stdin: Any = subprocess.DEVNULL, stdout: Any = None, stderr: Any = None,
+          env: dict[str, str] | None = None) -> SandboxProcess:
+    """Start a long-lived untrusted program (e.g. the CPU runtime's kernel server) in the sandbox
+    and return at once. ``pass_fds`` are lent to the program at the same numbers (pipes, a memfd);
+    ``stdout``/``stderr`` are files or fds as for ``subprocess.Popen``. The policy's timeout, if
+    any, still applies; the caller ends the program with :meth:`SandboxProcess.kill`.
+    """
+    argv = [str(a) for a in cmd]
+    policy = policy or Policy()
+    missing = policy.missing_layers(planned_isolation(policy))
+    if policy.strict and missing:
+        raise IsolationUnavailableError("strict sandbox policy: refusing to run untrusted code without "
+                                        "full isolation; missing " + "; ".join(missing))
+    caps = probe()
+    user: SandboxUser | None = acquire_user() if caps.is_root and policy.drop_user else None
+    workdir = Workdir(None, uid=user.uid if user else None, keep=False)
+    try:
+        workdir.write(None)
+        workdir.lend()
+        supervisor_argv, cfg_path, isolation, report_r, report_w = _prepare(argv, workdir, env, policy, user,
+                                                                            missing, keep_fds=pass_fds)
+        try:
+            proc = subprocess.Popen(supervisor_argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=workdir.path,
+                                    env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+                                    pass_fds=[report_w, *pass_fds, *([user.lock_fd] if user else [])],
+                                    start_new_session=True)
+        except OSError as exc:
+            os.close(report_r)
+            _unlink(cfg_path)
+            raise SandboxSetupError(f"cannot start the sandbox supervisor: {exc}") from exc
+        finally:
+            os.close(report_w)
+    except BaseException:
+        workdir.cleanup()
+        if user is not None:
+            user.release()
+        raise
+
+    def cleanup() -> None:
+        _unlink(cfg_path)
+        workdir.cleanup()
+        if user is not None:
+            user.release()
+
+    return SandboxProcess(proc, report_r, isolation, cleanup)
 
 
 def _unlink(path: str) -> None:

@@ -4,7 +4,9 @@ One server per Module, started lazily and kept alive between launches, so a laun
 few pipe writes instead of a process start. Arrays travel through an anonymous shared memory
 file (memfd) both processes map. The server runs in its own session: a timeout kills the whole
 process group, and a crash (segfault, abort from ``assert``, AddressSanitizer report) only ever
-ends the server - it is restarted on the next launch.
+ends the server - it is restarted on the next launch. The server runs the kernels, which are
+untrusted code: it is started with :func:`veriforge.sandbox.spawn` (per-run uid, private read-only
+filesystem view, no network, scrubbed environment).
 """
 
 from __future__ import annotations
@@ -62,6 +64,15 @@ def _signal_name(code: int | None) -> str:
     return f"exit status {code}"
 
 
+_PASS_ENV = ("VF_CPU_THREADS", "VF_FIBER_STACK_KB", "ASAN_OPTIONS")
+
+
+def _server_env(env: dict[str, str] | None) -> dict[str, str]:
+    """The only variables the kernel server sees (runtime knobs; never the caller's secrets)."""
+    source = os.environ if env is None else env
+    return {k: source[k] for k in _PASS_ENV if k in source}
+
+
 class KernelServer:
     """A running kernel server for one compiled module executable."""
 
@@ -77,14 +88,22 @@ class KernelServer:
         self._stdout_pos = 0
         self._stderr_pos = 0
         try:
-            self.proc = subprocess.Popen(
+            # The kernels are untrusted code: the server runs in the sandbox (candidate policy; no
+            # address-space limit, the argument buffer can be large), with its executable lent.
+            from veriforge.sandbox import Limits, Policy, spawn
+
+            threads = int(os.environ.get("VF_CPU_THREADS") or os.cpu_count() or 1)
+            policy = Policy(limits=Limits(timeout_s=None, cpu_s=None, memory_mb=None, file_size_mb=1024,
+                                          max_procs=64 + 2 * threads, max_output_bytes=1 << 20),
+                            expose=(str(exe),), max_open_files=1024)
+            self.proc = spawn(
                 [str(exe), "--cmd-fd", str(cmd_r), "--reply-fd", str(reply_w), "--shm-fd", str(self._shm_fd)],
+                policy=policy,
                 pass_fds=(cmd_r, reply_w, self._shm_fd),
                 stdin=subprocess.DEVNULL,
                 stdout=self._stdout,
                 stderr=self._stderr,
-                start_new_session=True,
-                env=env,
+                env=_server_env(env),
             )
         finally:
             os.close(cmd_r)
