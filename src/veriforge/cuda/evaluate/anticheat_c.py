@@ -441,6 +441,10 @@ def scan_c(source: str, spec: TaskSpec | None = None) -> list[str]:
     if m:
         findings.append(f"line {line_of(text, m.start())}: inline assembly ({m.group(1)}) is not allowed: it cannot "
                         f"be checked or run on the CPU runtime")
+    m = re.search(r"\bvf\s*::|\b_*vf_\w*|\bveriforge\w*", _blank_directives(text, ("include", "pragma")))
+    if m:
+        findings.append(f"line {line_of(text, m.start())}: refers to {m.group(0).strip()!r}, part of veriforge's "
+                        f"runtime and evaluation driver (switching the harness's checks off is not allowed)")
     funcs = function_bodies(text)
     for name, _header, _body, line in funcs:
         if re.match(r"cuda[A-Z]\w*$|cu[A-Z]\w*$|nvtx\w*$", name):

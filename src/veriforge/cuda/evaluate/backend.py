@@ -60,7 +60,7 @@ __all__ = [
     "get_backend",
 ]
 
-HARNESS_VERSION = "1"
+HARNESS_VERSION = "2"  # 2: sandboxed runs, secret trials, device-memory guard, race and round-trip checks
 """Part of every cache key: bump it when a rule change could turn a pass into a fail."""
 
 RunStatus = Literal["ok", "compile_error", "unsupported", "crash", "timeout", "error"]
@@ -137,6 +137,13 @@ class CRequest:
     baseline_source: str | None = None
     """A CUDA source with the same ``extern "C"`` entry (e.g. the task's best bundled implementation)
     that a measuring back-end times next to the candidate for a speed-up; ignored by the CPU back-end."""
+    race_check: bool = True
+    """Call the entry a second time per case with blocks and threads in reverse order and report
+    outputs that differ as order-dependent (CPU runtime; docs/tasks.md "Dynamic checks"). Roughly
+    doubles the time the candidate itself runs; ignored by back-ends that cannot reorder threads."""
+    tolerances: dict[str, tuple[float, float] | None] | None = None
+    """(rtol, atol) per out/inout parameter, as the harness compares it (``None`` = exact); the race
+    check allows twice that between its two runs. ``None``: the dtype defaults of task.toml."""
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,23 @@ copies each buffer into a fresh ``cudaMalloc`` allocation byte for byte (poisone
 poisoned), calls the entry point, synchronises the device, then writes ``double seconds``
 followed by every out/inout buffer to the case's output file (written to ``.tmp`` and renamed,
 so a crash never leaves a half-written result).
+
+Dynamic checks (``checks=True``, the CPU back-end; docs/tasks.md "Dynamic checks"). Before the
+first allocation the driver turns on the runtime's device-memory guard (device memory is
+inaccessible to host code outside kernels and runtime copies: a dereference on the host dies by
+SIGSEGV with a ``veriforge: host code read device memory at ...`` line on stderr). With
+``race=True`` each case is first called with blocks and threads in reverse order, its out/inout
+buffers kept, every buffer restored from the case's input, and then called normally; the normal
+call is the timed one, and the runtime's byte counters of device→host and host→device copies are
+reset and read around it. Next to the result file the driver writes ``<result>.chk``: ``uint64``
+:data:`CHECK_MAGIC`, bytes copied device→host, bytes copied host→device, 1 if the reverse-order
+run happened, then that run's out/inout buffers like the result file (written before the result
+file, so a case with a result always has one). The result file holds the normal call's outputs.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +37,23 @@ from veriforge.cuda.tasks.ctypes_map import base_type, numpy_dtype
 
 from .backend import CParam
 
-__all__ = ["driver_source", "read_case_output", "write_case_input"]
+__all__ = ["CaseChecks", "driver_source", "read_case_checks", "read_case_output", "write_case_input"]
 
 MARK_DONE = "VF_CASE_DONE"
 MARK_ERROR = "VF_CASE_ERROR"
+CHECK_MAGIC = 0x564643484B000001
+"""First word of a ``.chk`` file ("VFCHK", format 1)."""
 
 
-def driver_source(entry: str, params: list[CParam]) -> str:
-    """C++ text appended after the candidate: a prototype of ``entry`` and ``main``."""
+def driver_source(entry: str, params: list[CParam], *, checks: bool = True, race: bool = True) -> str:
+    """C++ text appended after the candidate: a prototype of ``entry`` and ``main``.
+
+    ``checks`` adds the dynamic checks of the CPU runtime (see the module docstring): the
+    device-memory guard, the copy counters and the ``.chk`` file; ``race`` (with ``checks``) also
+    runs every case once more, first, with blocks and threads in reverse order.
+    """
     proto = ", ".join(f"{p.ctype} {p.name}" for p in params) or "void"
+    race = race and checks
     lines = [
         "#undef main",
         "#include <cstdio>",
@@ -49,10 +70,16 @@ def driver_source(entry: str, params: list[CParam]) -> str:
         "  fclose(f); *len = (size_t)n; return buf;",
         "}",
         "int main(int argc, char** argv) {",
+    ]
+    if checks:
+        lines.append("  ::vf::enable_device_guard();")
+    lines += [
         "  for (int k = 1; k + 1 < argc; k += 2) {",
         "    size_t vf_len = 0; unsigned char* vf_buf = vf_read_all(argv[k], &vf_len); size_t vf_off = 0;",
     ]
     call_args = []
+    pointers = [i for i, p in enumerate(params) if p.is_pointer]
+    outputs = [i for i, p in enumerate(params) if p.is_pointer and p.role in ("out", "inout")]
     for i, p in enumerate(params):
         if p.is_pointer:
             lines += [
@@ -63,37 +90,92 @@ def driver_source(entry: str, params: list[CParam]) -> str:
                 f"    cudaMemcpy(vf_d{i}, vf_buf + vf_off, vf_nb{i}, cudaMemcpyHostToDevice);",
                 f"    unsigned char* vf_h{i} = vf_buf + vf_off; vf_off += vf_nb{i};",
             ]
+            if checks:
+                lines.append(f'    ::vf::label_device_buffer(vf_d{i}, "{_c_string(p.name)}");')
             call_args.append(f"({p.ctype})vf_d{i}")
         else:
             ctype = base_type(p.ctype)
             lines += [f"    {ctype} vf_s{i}; memcpy(&vf_s{i}, vf_buf + vf_off, sizeof({ctype})); "
                       f"vf_off += sizeof({ctype});"]
             call_args.append(f"vf_s{i}")
+    call = f"    {entry}({', '.join(call_args)});"
+    error = "cudaGetErrorString(vf_e1 != cudaSuccess ? vf_e1 : vf_e2)"
     lines += [
         "    (void)vf_len; cudaDeviceSynchronize(); cudaGetLastError();",
+        "    cudaError_t vf_e1 = cudaSuccess, vf_e2 = cudaSuccess;",
+        f"    uint64_t vf_chk[4] = {{{CHECK_MAGIC:#x}ull, 0, 0, 0}};  // magic, d2h bytes, h2d bytes, reverse run",
+    ]
+    if race:
+        # The reverse-order run goes first: shared memory a racy block reads before it was written
+        # then holds another case's (or no) data, never this very block's values from a forward run.
+        # Its outputs are kept; every buffer is restored from the case's input for the real run.
+        lines += [
+            "    ::vf::set_reverse_order(true);",
+            call,
+            "    vf_e1 = cudaDeviceSynchronize(); vf_e2 = cudaGetLastError();",
+            "    ::vf::set_reverse_order(false);",
+            "    const char* vf_reverse_error = nullptr;",
+            f"    if (vf_e1 != cudaSuccess || vf_e2 != cudaSuccess) {{ vf_reverse_error = {error}; "
+            "cudaDeviceReset(); }",
+            "    vf_chk[3] = 1;",
+        ]
+        for i in outputs:
+            lines += [f"    unsigned char* vf_r{i} = (unsigned char*)malloc(vf_nb{i} ? vf_nb{i} : 1);",
+                      f"    cudaMemcpy(vf_r{i}, vf_d{i}, vf_nb{i}, cudaMemcpyDeviceToHost);"]
+        lines += [f"    cudaMemcpy(vf_d{i}, vf_h{i}, vf_nb{i}, cudaMemcpyHostToDevice);" for i in pointers]
+    if checks:
+        lines.append("    ::vf::reset_copy_counters();")
+    lines += [
         "    auto vf_t0 = std::chrono::steady_clock::now();",
-        f"    {entry}({', '.join(call_args)});",
-        "    cudaError_t vf_e1 = cudaDeviceSynchronize();",
+        call,
+        "    vf_e1 = cudaDeviceSynchronize();",
         "    auto vf_t1 = std::chrono::steady_clock::now();",
-        "    cudaError_t vf_e2 = cudaGetLastError();",
+        "    vf_e2 = cudaGetLastError();",
+    ]
+    if checks:
+        lines.append("    ::vf::copy_counters(&vf_chk[1], &vf_chk[2]);")
+    lines += [
         "    if (vf_e1 != cudaSuccess || vf_e2 != cudaSuccess) {",
-        f'      fprintf(stderr, "{MARK_ERROR} %d %s\\n", (k - 1) / 2, '
-        "cudaGetErrorString(vf_e1 != cudaSuccess ? vf_e1 : vf_e2));",
+        f'      fprintf(stderr, "{MARK_ERROR} %d %s\\n", (k - 1) / 2, {error});',
         "      return 3;",
         "    }",
-        "    double vf_secs = std::chrono::duration<double>(vf_t1 - vf_t0).count();",
-        "    char vf_tmp[4096]; snprintf(vf_tmp, sizeof vf_tmp, \"%s.tmp\", argv[k + 1]);",
+    ]
+    if race:
+        lines += [
+            "    if (vf_reverse_error) {",
+            f'      fprintf(stderr, "{MARK_ERROR} %d %s (only when blocks and threads run in reverse order: the '
+            'kernels depend on the order threads run in)\\n", (k - 1) / 2, vf_reverse_error);',
+            "      return 3;",
+            "    }",
+        ]
+    lines.append("    double vf_secs = std::chrono::duration<double>(vf_t1 - vf_t0).count();")
+    for i in outputs:  # the results, into the input's bytes (no longer needed)
+        lines.append(f"    cudaMemcpy(vf_h{i}, vf_d{i}, vf_nb{i}, cudaMemcpyDeviceToHost);")
+    lines.append("    char vf_tmp[4096];")
+    if checks:
+        # The checks file first: a case whose result file exists always has one.
+        lines += [
+            '    snprintf(vf_tmp, sizeof vf_tmp, "%s.chk.tmp", argv[k + 1]);',
+            '    FILE* vf_chkf = fopen(vf_tmp, "wb"); if (!vf_chkf) { perror(vf_tmp); return 4; }',
+            "    fwrite(vf_chk, sizeof vf_chk, 1, vf_chkf);",
+        ]
+        if race:
+            lines += [f"    fwrite(vf_r{i}, 1, vf_nb{i}, vf_chkf); free(vf_r{i});" for i in outputs]
+        lines += [
+            "    fclose(vf_chkf);",
+            '    { char vf_dst[4096]; snprintf(vf_dst, sizeof vf_dst, "%s.chk", argv[k + 1]);',
+            "      rename(vf_tmp, vf_dst); }",
+        ]
+    lines += [
+        "    snprintf(vf_tmp, sizeof vf_tmp, \"%s.tmp\", argv[k + 1]);",
         '    FILE* vf_out = fopen(vf_tmp, "wb"); if (!vf_out) { perror(vf_tmp); return 4; }',
         "    fwrite(&vf_secs, sizeof(double), 1, vf_out);",
     ]
-    for i, p in enumerate(params):
-        if p.is_pointer and p.role in ("out", "inout"):
-            lines += [f"    cudaMemcpy(vf_h{i}, vf_d{i}, vf_nb{i}, cudaMemcpyDeviceToHost);",
-                      f"    fwrite(vf_h{i}, 1, vf_nb{i}, vf_out);"]
+    for i in outputs:
+        lines += [f"    fwrite(vf_h{i}, 1, vf_nb{i}, vf_out);"]
     lines += ["    fclose(vf_out); rename(vf_tmp, argv[k + 1]);"]
-    for i, p in enumerate(params):
-        if p.is_pointer:
-            lines.append(f"    cudaFree(vf_d{i});")
+    for i in pointers:
+        lines.append(f"    cudaFree(vf_d{i});")
     lines += [
         "    free(vf_buf);",
         f'    printf("{MARK_DONE} %d\\n", (k - 1) / 2); fflush(stdout);',
@@ -102,6 +184,11 @@ def driver_source(entry: str, params: list[CParam]) -> str:
         "}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _c_string(text: str) -> str:
+    return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "_-.") else f"\\{ord(ch) & 0xFF:03o}"
+                   for ch in text)
 
 
 def write_case_input(path: Path, params: list[CParam], args: list[Any]) -> None:
@@ -138,6 +225,19 @@ def read_untrusted(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
+def _output_params(params: list[CParam], args: list[Any]) -> list[tuple[CParam, np.dtype, int]]:
+    return [(p, np.dtype(numpy_dtype(p.ctype)), int(np.asarray(v).size))
+            for p, v in zip(params, args, strict=True) if p.is_pointer and p.role in ("out", "inout")]
+
+
+def _unpack_outputs(data: bytes, off: int, outs: list[tuple[CParam, np.dtype, int]]) -> dict[str, np.ndarray]:
+    values: dict[str, np.ndarray] = {}
+    for p, dtype, count in outs:
+        values[p.name] = np.frombuffer(data, dtype=dtype, count=count, offset=off).copy()
+        off += count * dtype.itemsize
+    return values
+
+
 def read_case_output(path: Path, params: list[CParam], args: list[Any]) -> tuple[float, dict[str, np.ndarray]]:
     """(seconds, outputs by name) from a case's output file.
 
@@ -145,18 +245,37 @@ def read_case_output(path: Path, params: list[CParam], args: list[Any]) -> tuple
     following links, must be a regular file, and only the expected number of bytes is read, so a
     link to a secret, a FIFO or a huge file cannot make the harness read or hang on it.
     """
-    expected = 8 + sum(int(np.asarray(v).size) * np.dtype(numpy_dtype(p.ctype)).itemsize
-                       for p, v in zip(params, args, strict=True) if p.is_pointer and p.role in ("out", "inout"))
+    outs = _output_params(params, args)
+    expected = 8 + sum(count * dtype.itemsize for _, dtype, count in outs)
     data = read_untrusted(path, expected)
     if len(data) != expected:
         raise ValueError(f"{path.name}: expected {expected} bytes of results, found {len(data)}")
     seconds = float(np.frombuffer(data, dtype=np.float64, count=1)[0])
-    off = 8
-    outputs: dict[str, np.ndarray] = {}
-    for p, value in zip(params, args, strict=True):
-        if p.is_pointer and p.role in ("out", "inout"):
-            dtype = np.dtype(numpy_dtype(p.ctype))
-            count = int(np.asarray(value).size)
-            outputs[p.name] = np.frombuffer(data, dtype=dtype, count=count, offset=off).copy()
-            off += count * dtype.itemsize
-    return seconds, outputs
+    return seconds, _unpack_outputs(data, 8, outs)
+
+
+@dataclass
+class CaseChecks:
+    """What the driver's dynamic checks recorded for one case (the ``.chk`` file)."""
+
+    device_to_host: int
+    """Bytes ``cudaMemcpy*`` copied from device to host memory during the (normal, timed) call."""
+    host_to_device: int
+    reverse_run: dict[str, np.ndarray] | None
+    """The out/inout buffers after the call with blocks and threads in reverse order, or None."""
+
+
+def read_case_checks(path: Path, params: list[CParam], args: list[Any]) -> CaseChecks:
+    """The ``.chk`` file of a case (read as carefully as :func:`read_case_output`)."""
+    outs = _output_params(params, args)
+    second = sum(count * dtype.itemsize for _, dtype, count in outs)
+    data = read_untrusted(path, 32 + second)
+    if len(data) < 32:
+        raise ValueError(f"{path.name}: expected at least 32 bytes of checks, found {len(data)}")
+    magic, d2h, h2d, ran = (int(x) for x in np.frombuffer(data, dtype="<u8", count=4))
+    if magic != CHECK_MAGIC or ran not in (0, 1):
+        raise ValueError(f"{path.name}: not a checks file of the driver")
+    if len(data) != 32 + ran * second:
+        raise ValueError(f"{path.name}: expected {32 + ran * second} bytes of checks, found {len(data)}")
+    return CaseChecks(device_to_host=d2h, host_to_device=h2d,
+                      reverse_run=_unpack_outputs(data, 32, outs) if ran else None)

@@ -107,7 +107,9 @@ def _build(kind: str, source: str, filename: str, args: Sequence[str], arch: str
     rpath = []
     for d in runtime_lib_dirs(tc.cuda_home):
         rpath += [f"-L{d}", "-Xlinker", "-rpath", "-Xlinker", str(d)]
-    with tempfile.TemporaryDirectory(prefix="vf-gpu-build-", dir=out_dir) as tmp:
+    # nvcc runs in the sandbox on candidate source: build in a private temp folder it may use,
+    # then publish into the cache (which the sandbox cannot see).
+    with tempfile.TemporaryDirectory(prefix="vf-gpu-build-") as tmp:
         src = Path(tmp) / filename
         src.write_text(source, encoding="utf-8")
         tmp_out = Path(tmp) / f"out{suffix}"
@@ -118,7 +120,12 @@ def _build(kind: str, source: str, filename: str, args: Sequence[str], arch: str
             errors = [ln.strip() for ln in log.splitlines() if " error" in ln or ln.startswith("error")]
             summary = "; ".join(errors[:5]) or (log.strip().splitlines() or ["nvcc failed"])[-1]
             raise CompileError(f"nvcc could not build {filename} for {arch}: {summary}", log=log)
-        os.replace(tmp_out, target)
+        if tmp_out.is_symlink():
+            raise CompileError(f"nvcc could not build {filename} for {arch}: the output is not a file", log=log)
+        staged = out_dir / f".{target.name}.{os.getpid()}.tmp"
+        shutil.copyfile(tmp_out, staged)
+        os.chmod(staged, 0o755)
+        os.replace(staged, target)
     return target
 
 

@@ -228,8 +228,10 @@ def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, t
             cases.append(CCase(config=config, trial=t, args=case.args, variables=dict(case.env)))
             refs.append(reference_outputs(spec, case, version=HARNESS_VERSION, cache=t < SECRET_TRIAL_BASE))
     limit = timeout if timeout is not None else 60.0 + 10.0 * len(cases)
+    tolerances = {p.name: spec.tolerance.for_output(p.name, p.dtype) for p in spec.params if p.is_output}
     request = CRequest(task_id=spec.id, source=cand.source, entry=spec.entry, params=params, cases=cases,
-                       timeout_s=limit, timing=timing, memcheck=memcheck, baseline_source=baseline)
+                       timeout_s=limit, timing=timing, memcheck=memcheck, baseline_source=baseline,
+                       tolerances=tolerances)
     if be.isolates("c2cuda"):
         run = be.run_c(request)
     else:

@@ -10,8 +10,11 @@
 #include <assert.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,12 +43,15 @@ std::mutex g_mutex;
 cudaError_t g_last_error = cudaSuccess;
 cudaError_t g_sticky_error = cudaSuccess;
 // Every allocation the runtime knows, by base address: cudaMalloc'd device memory, pinned host
-// memory, and the argument arrays Module.call passes in (device memory the caller owns, which
-// cudaFree must refuse). cudaFree, cudaMemGetInfo and cudaPointerGetAttributes consult it.
-enum class AllocKind { kDevice, kHost, kExternal };
+// memory, managed memory, the argument arrays Module.call passes in (device memory the caller
+// owns, which cudaFree must refuse) and __device__ symbols whose address host code took.
+// cudaFree, cudaMemGetInfo, cudaPointerGetAttributes and the copy counters consult it.
+enum class AllocKind { kDevice, kHost, kExternal, kManaged, kSymbol };
 struct Allocation {
     size_t size;
     AllocKind kind;
+    bool in_arena = false;         // lives in the guarded arena (see "device-memory guard" below)
+    const char* label = nullptr;   // the driver's name for it (a solve() parameter)
 };
 std::map<const void*, Allocation> g_allocations;
 size_t g_allocated = 0;
@@ -78,40 +84,307 @@ cudaError_t set_error(cudaError_t e) {
 // A call made after a kernel fault returns the sticky error without doing anything.
 inline cudaError_t sticky() { return g_sticky_error; }
 
+// ---- device-memory guard (vf::enable_device_guard) ----------------------------------------------
+// Device memory is host memory here, so host code that dereferences a device pointer would work -
+// and crash on a GPU. With the guard on, cudaMalloc'd memory comes from an arena of mmap'd chunks
+// that is PROT_NONE while host code runs: every runtime entry that touches device memory (a launch,
+// cudaMemcpy*/cudaMemset*) is bracketed by a DeviceAccess, whose outermost instance makes the
+// used part of every chunk readable and writable and protects it again when it ends. One
+// mprotect per chunk each way (usually one chunk), however many allocations there are; huge pages
+// (MADV_HUGEPAGE) keep the page-table work small for large buffers. A SIGSEGV/SIGBUS at an arena
+// address while no DeviceAccess is open is host code touching device memory: reported, then the
+// process dies by the signal as before.
+constexpr size_t kChunkMin = size_t(256) << 20;  // address space reserved per chunk (at least)
+constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kAlign = 256;  // cudaMalloc's alignment; the whole arena toggles at once, so no pages apart
+constexpr int kMaxChunks = 64;
+struct Chunk {
+    char* base;
+    size_t reserved;
+    size_t top;                          // high-water mark: [base, base + top) has been handed out
+    std::map<size_t, size_t>* free_list;  // offset -> bytes, coalesced
+};
+Chunk g_chunks[kMaxChunks];
+std::atomic<int> g_nchunks{0};
+bool g_guard = false;
+std::atomic<int> g_access_depth{0};
+std::mutex g_guard_mutex;  // chunks, free lists, toggling; never held together with g_mutex
+std::atomic<uint64_t> g_copied_d2h{0}, g_copied_h2d{0};
+size_t g_page = 4096;
+
+inline size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+// The span of a chunk that toggles: what was handed out, to the next huge page (so a huge page is
+// never split by the protection boundary).
+inline size_t toggled(const Chunk& c) { return std::min(c.reserved, round_up(c.top, kHugePage)); }
+
+void set_protection(int prot) {
+    int n = g_nchunks.load();
+    for (int i = 0; i < n; ++i)
+        if (g_chunks[i].top && mprotect(g_chunks[i].base, toggled(g_chunks[i]), prot) != 0) {
+            fprintf(stderr, "veriforge: internal error: mprotect of device memory failed (%s)\n", strerror(errno));
+            abort();
+        }
+}
+
+// Open while the runtime (or a kernel) works on device memory; nests.
+struct DeviceAccess {
+    bool active;
+    DeviceAccess() : active(g_guard) {
+        if (!active) return;
+        std::lock_guard<std::mutex> lock(g_guard_mutex);
+        if (g_access_depth.fetch_add(1) == 0) set_protection(PROT_READ | PROT_WRITE);
+    }
+    ~DeviceAccess() {
+        if (!active) return;
+        std::lock_guard<std::mutex> lock(g_guard_mutex);
+        if (g_access_depth.fetch_sub(1) == 1) set_protection(PROT_NONE);
+    }
+    DeviceAccess(const DeviceAccess&) = delete;
+    DeviceAccess& operator=(const DeviceAccess&) = delete;
+};
+
+bool new_chunk(size_t need) {
+    if (g_nchunks.load() >= kMaxChunks) return false;
+    size_t size = std::max(kChunkMin, round_up(need, kHugePage));
+    // Reserve one huge page more and trim, so the chunk starts on a huge-page boundary.
+    void* mem = mmap(nullptr, size + kHugePage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED) return false;
+    char* raw = static_cast<char*>(mem);
+    char* base = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(raw), kHugePage));
+    if (base > raw) munmap(raw, (size_t)(base - raw));
+    size_t tail = (size_t)(raw + size + kHugePage - (base + size));
+    if (tail) munmap(base + size, tail);
+#if defined(MADV_HUGEPAGE)
+    madvise(base, size, MADV_HUGEPAGE);
+#endif
+    g_chunks[g_nchunks.load()] = Chunk{base, size, 0, new std::map<size_t, size_t>()};
+    g_nchunks.fetch_add(1);
+    return true;
+}
+
+void* arena_alloc(size_t size) {
+    size_t need = round_up(size ? size : 1, kAlign);
+    std::lock_guard<std::mutex> lock(g_guard_mutex);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        int n = g_nchunks.load();
+        for (int i = 0; i < n; ++i) {  // first fit in the free lists
+            Chunk& c = g_chunks[i];
+            for (auto it = c.free_list->begin(); it != c.free_list->end(); ++it) {
+                if (it->second < need) continue;
+                size_t off = it->first, left = it->second - need;
+                c.free_list->erase(it);
+                if (left) (*c.free_list)[off + need] = left;
+                return c.base + off;
+            }
+        }
+        for (int i = 0; i < n; ++i) {  // then above a chunk's high-water mark
+            Chunk& c = g_chunks[i];
+            if (c.reserved - c.top < need) continue;
+            size_t before = toggled(c);
+            char* p = c.base + c.top;
+            c.top += need;
+            // Another thread inside a DeviceAccess has the old span open: open the new part too.
+            if (g_access_depth.load() > 0 && toggled(c) > before)
+                mprotect(c.base + before, toggled(c) - before, PROT_READ | PROT_WRITE);
+            return p;
+        }
+        if (attempt == 0 && !new_chunk(need)) break;
+    }
+    return nullptr;
+}
+
+void arena_free(void* ptr, size_t size) {
+    size_t bytes = round_up(size ? size : 1, kAlign);
+    std::lock_guard<std::mutex> lock(g_guard_mutex);
+    int n = g_nchunks.load();
+    for (int i = 0; i < n; ++i) {
+        Chunk& c = g_chunks[i];
+        char* p = static_cast<char*>(ptr);
+        if (p < c.base || p >= c.base + c.reserved) continue;
+        size_t off = (size_t)(p - c.base);
+        // Give large blocks' memory back (as free() of an mmap'd block would); small ones are reused.
+        if (bytes >= (size_t(32) << 20)) {
+            char* from = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(p), g_page));
+            char* to = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(p + bytes) / g_page * g_page);
+            if (to > from) madvise(from, (size_t)(to - from), MADV_DONTNEED);
+        }
+        auto& fl = *c.free_list;
+        auto next = fl.lower_bound(off);
+        if (next != fl.end() && next->first == off + bytes) {
+            bytes += next->second;
+            next = fl.erase(next);
+        }
+        if (next != fl.begin()) {
+            auto prev = std::prev(next);
+            if (prev->first + prev->second == off) {
+                prev->second += bytes;
+                return;
+            }
+        }
+        fl[off] = bytes;
+        return;
+    }
+}
+
+// The chunk holding `p`, or -1 (async-signal-safe).
+int chunk_of(const void* p) {
+    const char* a = static_cast<const char*>(p);
+    int n = g_nchunks.load();
+    for (int i = 0; i < n; ++i)
+        if (a >= g_chunks[i].base && a < g_chunks[i].base + g_chunks[i].reserved) return i;
+    return -1;
+}
+
 void* device_alloc(size_t size, AllocKind kind = AllocKind::kDevice) {
     void* p = nullptr;
-    if (posix_memalign(&p, 256, size ? size : 1) != 0) return nullptr;
+    bool arena = kind == AllocKind::kDevice && g_guard;
+    if (arena) {
+        p = arena_alloc(size);
+        if (!p) return nullptr;
+    } else if (posix_memalign(&p, 256, size ? size : 1) != 0) {
+        return nullptr;
+    }
     std::lock_guard<std::mutex> lock(g_mutex);
-    g_allocations[p] = Allocation{size, kind};
+    g_allocations[p] = Allocation{size, kind, arena};
     g_allocated += size;
     return p;
 }
 
-bool device_free(void* p, AllocKind kind) {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    auto it = g_allocations.find(p);
-    if (it == g_allocations.end() || it->second.kind != kind) return false;
-    g_allocated -= it->second.size;
-    g_allocations.erase(it);
-    free(p);
+bool device_free(void* p, AllocKind kind, AllocKind also = AllocKind::kDevice) {
+    Allocation a;
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        auto it = g_allocations.find(p);
+        if (it == g_allocations.end() || (it->second.kind != kind && it->second.kind != also)) return false;
+        a = it->second;
+        g_allocated -= a.size;
+        g_allocations.erase(it);
+    }
+    if (a.in_arena)
+        arena_free(p, a.size);
+    else
+        free(p);
     return true;
 }
 
-// The allocation containing `p`, or nullptr.
-const Allocation* find_allocation(const void* p) {
+// The allocation containing `p`, or nullptr (`base` receives its start). Caller holds g_mutex.
+const Allocation* find_allocation(const void* p, const void** base_out = nullptr) {
     auto it = g_allocations.upper_bound(p);
     if (it == g_allocations.begin()) return nullptr;
     --it;
     const char* base = static_cast<const char*>(it->first);
-    if (static_cast<const char*>(p) < base + std::max<size_t>(it->second.size, 1)) return &it->second;
+    if (static_cast<const char*>(p) < base + std::max<size_t>(it->second.size, 1)) {
+        if (base_out) *base_out = base;
+        return &it->second;
+    }
     return nullptr;
+}
+
+// Device memory for the copy counters: what a GPU program could not read on the host.
+bool is_device_memory(const void* p) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    const Allocation* a = find_allocation(p);
+    return a && (a->kind == AllocKind::kDevice || a->kind == AllocKind::kExternal || a->kind == AllocKind::kSymbol);
+}
+
+// Every copy goes through here. `dst_dev` / `src_dev`: 1 device, 0 host, -1 look the pointer up.
+cudaError_t copy_bytes(void* dst, const void* src, size_t count, int dst_dev = -1, int src_dev = -1) {
+    if (!count) return cudaSuccess;
+    bool to_dev = dst_dev < 0 ? is_device_memory(dst) : dst_dev == 1;
+    bool from_dev = src_dev < 0 ? is_device_memory(src) : src_dev == 1;
+    if (from_dev && !to_dev) g_copied_d2h.fetch_add(count, std::memory_order_relaxed);
+    if (to_dev && !from_dev) g_copied_h2d.fetch_add(count, std::memory_order_relaxed);
+    if (to_dev || from_dev) {
+        DeviceAccess access;
+        memmove(dst, src, count);
+    } else {
+        memmove(dst, src, count);
+    }
+    return cudaSuccess;
+}
+
+// The fault handler of the guard: host code touched the arena. Reports which buffer, then lets the
+// signal kill the process (through the handler that was installed before, which flushes stdout).
+struct sigaction g_previous[NSIG];
+
+void say(const char* text) {
+    size_t n = strlen(text);
+    while (n) {
+        ssize_t w = write(2, text, n);
+        if (w <= 0) return;
+        text += w;
+        n -= (size_t)w;
+    }
+}
+
+void guard_fault(int sig, siginfo_t* info, void* context) {
+    const void* addr = info->si_addr;
+    if (g_guard && g_access_depth.load() == 0 && chunk_of(addr) >= 0) {
+        const char* verb = "accessed";
+#if defined(__x86_64__)
+        // Page-fault error code: bit 1 = the access was a write.
+        const ucontext_t* uc = static_cast<const ucontext_t*>(context);
+        verb = (uc->uc_mcontext.gregs[REG_ERR] & 2) ? "wrote" : "read";
+#endif
+        char msg[512];
+        const void* base = nullptr;
+        const Allocation* a = nullptr;
+        // The faulting thread is host code outside the runtime; only another host thread could hold
+        // the lock (then the buffer goes unnamed).
+        bool locked = g_mutex.try_lock();
+        if (locked) a = find_allocation(addr, &base);
+        if (a && a->kind == AllocKind::kDevice) {
+            size_t off = (size_t)(static_cast<const char*>(addr) - static_cast<const char*>(base));
+            if (a->label)
+                snprintf(msg, sizeof msg, "veriforge: host code %s device memory at %s+%zu (device buffer '%s' of "
+                         "%zu bytes, passed to the entry point; a GPU would fault here)\n", verb, a->label, off,
+                         a->label, a->size);
+            else
+                snprintf(msg, sizeof msg, "veriforge: host code %s device memory at %p+%zu (a cudaMalloc'd buffer of "
+                         "%zu bytes; a GPU would fault here)\n", verb, base, off, a->size);
+        } else {
+            // Past the end of an allocation (inside its rounding to 256 bytes), or freed memory.
+            auto it = locked ? g_allocations.upper_bound(addr) : g_allocations.end();
+            if (locked && it != g_allocations.begin()) --it;
+            const char* b = it != g_allocations.end() ? static_cast<const char*>(it->first) : nullptr;
+            const char* p = static_cast<const char*>(addr);
+            if (b && it->second.in_arena && p >= b && p < b + round_up(it->second.size ? it->second.size : 1, kAlign)) {
+                char name[64];
+                if (it->second.label)
+                    snprintf(name, sizeof name, "'%s'", it->second.label);
+                else
+                    snprintf(name, sizeof name, "%p", static_cast<const void*>(b));
+                snprintf(msg, sizeof msg, "veriforge: host code %s device memory at %s+%zu (past the end of device "
+                         "buffer %s of %zu bytes; a GPU would fault here)\n", verb,
+                         it->second.label ? it->second.label : name, (size_t)(p - b), name, it->second.size);
+            } else {
+                snprintf(msg, sizeof msg, "veriforge: host code %s device memory at %p (outside every live cudaMalloc "
+                         "allocation; a GPU would fault here)\n", verb, addr);
+            }
+        }
+        if (locked) g_mutex.unlock();
+        say(msg);
+    }
+    const struct sigaction& prev = g_previous[sig];
+    if (prev.sa_flags & SA_SIGINFO) {
+        prev.sa_sigaction(sig, info, context);
+    } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+        prev.sa_handler(sig);
+    } else {
+        signal(sig, SIG_DFL);  // returning re-executes the access, which now kills the process
+    }
 }
 
 }  // namespace
 
 int vf::host_launch(const GridSpec& spec, cudaStream_t) {
     if (g_sticky_error != cudaSuccess) return set_error(g_sticky_error);
-    int err = vf::run_grid(spec);
+    int err;
+    {
+        DeviceAccess access;  // kernels (on every worker thread) see device memory
+        err = vf::run_grid(spec);
+    }
     if (err == 0) return 0;
     {
         std::lock_guard<std::mutex> lock(g_mutex);
@@ -189,6 +462,49 @@ void vf::register_device_buffer(void* ptr, size_t size) {
 void vf::unregister_device_buffers() {
     std::lock_guard<std::mutex> lock(g_mutex);
     std::erase_if(g_allocations, [](const auto& kv) { return kv.second.kind == AllocKind::kExternal; });
+}
+
+// ---- hooks of the evaluation driver (vf_core.h) ---------------------------------------------------
+void vf::enable_device_guard() {
+#if !defined(__SANITIZE_ADDRESS__)
+    // ASan's heap checks need malloc'd blocks (and its own SEGV handler): no guard there.
+    std::lock_guard<std::mutex> lock(g_guard_mutex);
+    if (g_guard) return;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page > 0) g_page = (size_t)page;
+    for (int sig : {SIGSEGV, SIGBUS}) {
+        struct sigaction sa {};
+        sa.sa_sigaction = guard_fault;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sig, &sa, &g_previous[sig]);
+    }
+    g_guard = true;
+#endif
+}
+
+bool vf::device_guard_enabled() { return g_guard; }
+
+void vf::label_device_buffer(const void* ptr, const char* label) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_allocations.find(ptr);
+    if (it != g_allocations.end()) it->second.label = label;
+}
+
+void vf::reset_copy_counters() {
+    g_copied_d2h.store(0);
+    g_copied_h2d.store(0);
+}
+
+void vf::copy_counters(uint64_t* device_to_host, uint64_t* host_to_device) {
+    if (device_to_host) *device_to_host = g_copied_d2h.load();
+    if (host_to_device) *host_to_device = g_copied_h2d.load();
+}
+
+void vf::note_symbol(const void* address, size_t size) {
+    if (!address) return;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (!find_allocation(address)) g_allocations[address] = Allocation{size, AllocKind::kSymbol};
 }
 
 // glibc's assert() calls __assert_fail; a definition in the executable wins over libc's, so this
@@ -429,7 +745,13 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
     *ptr = device_alloc(size);
     return *ptr ? cudaSuccess : set_error(cudaErrorMemoryAllocation);
 }
-cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int) { return cudaMalloc(ptr, size); }
+// Managed memory is legitimately host-accessible: ordinary memory, never guarded.
+cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int) {
+    if (cudaError_t e = sticky()) return e;
+    if (!ptr) return set_error(cudaErrorInvalidValue);
+    *ptr = device_alloc(size, AllocKind::kManaged);
+    return *ptr ? cudaSuccess : set_error(cudaErrorMemoryAllocation);
+}
 cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t) { return cudaMalloc(ptr, size); }
 cudaError_t cudaMallocPitch(void** ptr, size_t* pitch, size_t width, size_t height) {
     *pitch = (width + 255) / 256 * 256;
@@ -444,7 +766,7 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int) { return cudaMa
 cudaError_t cudaFree(void* ptr) {
     if (!ptr) return cudaSuccess;
     if (cudaError_t e = sticky()) return e;
-    return device_free(ptr, AllocKind::kDevice) ? cudaSuccess : set_error(cudaErrorInvalidValue);
+    return device_free(ptr, AllocKind::kDevice, AllocKind::kManaged) ? cudaSuccess : set_error(cudaErrorInvalidValue);
 }
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
 cudaError_t cudaFreeHost(void* ptr) {
@@ -467,8 +789,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpy
     if (cudaError_t e = sticky()) return e;
     if ((int)kind < 0 || (int)kind > 4) return set_error(cudaErrorInvalidMemcpyDirection);
     if (count && (!dst || !src)) return set_error(cudaErrorInvalidValue);
-    if (count) memmove(dst, src, count);
-    return cudaSuccess;
+    return copy_bytes(dst, src, count);
 }
 #if defined(VF_HAVE_CUDA_HEADERS)
 // Device memory = cudaMalloc'd blocks and Module.call's argument arrays; pinned = cudaMallocHost;
@@ -484,9 +805,12 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attr, const v
         return cudaSuccess;
     }
     attr->device = 0;
-    attr->type = a->kind == AllocKind::kHost ? cudaMemoryTypeHost : cudaMemoryTypeDevice;
+    attr->type = a->kind == AllocKind::kHost      ? cudaMemoryTypeHost
+                 : a->kind == AllocKind::kManaged ? cudaMemoryTypeManaged
+                                                  : cudaMemoryTypeDevice;
     attr->devicePointer = const_cast<void*>(ptr);
-    attr->hostPointer = a->kind == AllocKind::kHost ? const_cast<void*>(ptr) : nullptr;
+    bool host_ok = a->kind == AllocKind::kHost || a->kind == AllocKind::kManaged;
+    attr->hostPointer = host_ok ? const_cast<void*>(ptr) : nullptr;
     return cudaSuccess;
 }
 #endif
@@ -497,6 +821,7 @@ cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitc
                          enum cudaMemcpyKind kind) {
     if (cudaError_t e = sticky()) return e;
     if (width > dpitch || width > spitch) return set_error(cudaErrorInvalidValue);
+    DeviceAccess access;  // one toggle for all rows
     for (size_t r = 0; r < height; ++r)
         cudaMemcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width, kind);
     return cudaSuccess;
@@ -508,11 +833,13 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
 cudaError_t cudaMemset(void* ptr, int value, size_t count) {
     if (cudaError_t e = sticky()) return e;
     if (count && !ptr) return set_error(cudaErrorInvalidValue);
-    memset(ptr, value, count);
+    DeviceAccess access;
+    if (count) memset(ptr, value, count);
     return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t) { return cudaMemset(ptr, value, count); }
 cudaError_t cudaMemset2D(void* ptr, size_t pitch, int value, size_t width, size_t height) {
+    DeviceAccess access;
     for (size_t r = 0; r < height; ++r) memset(static_cast<char*>(ptr) + r * pitch, value, width);
     return sticky();
 }
@@ -521,12 +848,18 @@ cudaError_t cudaMemset2D(void* ptr, size_t pitch, int value, size_t width, size_
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
                                enum cudaMemcpyKind kind) {
     if (!symbol) return set_error(cudaErrorInvalidSymbol);
-    return cudaMemcpy(const_cast<char*>(static_cast<const char*>(symbol)) + offset, src, count, kind);
+    if (cudaError_t e = sticky()) return e;
+    if ((int)kind < 0 || (int)kind > 4) return set_error(cudaErrorInvalidMemcpyDirection);
+    if (count && !src) return set_error(cudaErrorInvalidValue);
+    return copy_bytes(const_cast<char*>(static_cast<const char*>(symbol)) + offset, src, count, 1, -1);
 }
 cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
                                  enum cudaMemcpyKind kind) {
     if (!symbol) return set_error(cudaErrorInvalidSymbol);
-    return cudaMemcpy(dst, static_cast<const char*>(symbol) + offset, count, kind);
+    if (cudaError_t e = sticky()) return e;
+    if ((int)kind < 0 || (int)kind > 4) return set_error(cudaErrorInvalidMemcpyDirection);
+    if (count && !dst) return set_error(cudaErrorInvalidValue);
+    return copy_bytes(dst, static_cast<const char*>(symbol) + offset, count, -1, 1);
 }
 cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset,
                                     enum cudaMemcpyKind kind, cudaStream_t) {

@@ -697,6 +697,7 @@ void helper_loop(unsigned index) {
 
 thread_local std::string tl_fault_message;
 std::atomic<const char*> g_running_kernel{nullptr};
+std::atomic<bool> g_force_reverse{false};  // set_reverse_order: the evaluation driver's race probe
 
 }  // namespace
 }  // namespace vf
@@ -735,8 +736,12 @@ int check_launch_config(dim3 grid, dim3 block, size_t shared_bytes, const char**
     return 0;
 }
 
-int run_grid(const GridSpec& spec) {
+void set_reverse_order(bool on) { g_force_reverse.store(on); }
+
+int run_grid(const GridSpec& requested) {
     static std::mutex one_grid_at_a_time;  // host threads launching concurrently take turns
+    GridSpec spec = requested;
+    if (g_force_reverse.load(std::memory_order_relaxed)) spec.reverse = true;
     const char* why = "";
     if (int err = check_launch_config(spec.grid, spec.block, spec.shared_bytes, &why)) {
         tl_fault_message = fmt("kernel '%s': invalid launch configuration: %s", spec.kernel_name, why);

@@ -3,6 +3,10 @@
 // repeated here for g++. Each forwards to the C API in host_api.cpp.
 #pragma once
 
+namespace vf {
+void note_symbol(const void* address, size_t size);  // host_api.cpp (vf_core.h)
+}
+
 template <class T>
 inline cudaError_t cudaMemcpyToSymbol(const T& symbol, const void* src, size_t count, size_t offset = 0,
                                       cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
@@ -24,6 +28,7 @@ inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T& symbol, size_t 
     return ::cudaMemcpyFromSymbolAsync(dst, static_cast<const void*>(&symbol), count, offset, kind, s);
 }
 template <class T> inline cudaError_t cudaGetSymbolAddress(void** dev, const T& symbol) {
+    ::vf::note_symbol(static_cast<const void*>(&symbol), sizeof(T));
     return ::cudaGetSymbolAddress(dev, static_cast<const void*>(&symbol));
 }
 template <class T> inline cudaError_t cudaGetSymbolSize(size_t* size, const T&) {

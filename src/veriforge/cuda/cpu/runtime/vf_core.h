@@ -114,4 +114,26 @@ struct FunctionEntry {
 void register_function(FunctionEntry* entry);
 const std::vector<FunctionEntry*>& registered_functions();
 
+// ---- dynamic checks of the C->CUDA evaluation driver (veriforge/cuda/evaluate/driver.py) ------
+// Device-memory guard: from now on cudaMalloc'd memory (cudaMallocPitch/Async too; not managed,
+// pinned or registered host memory) lives in an mmap'd arena that is PROT_NONE whenever no kernel
+// and no runtime call touching device memory runs, so host code dereferencing a device pointer
+// faults as on a GPU: the runtime prints "veriforge: host code read|wrote|accessed device memory
+// at ..." to stderr and the process dies by SIGSEGV. Call before the first cudaMalloc; it cannot be
+// turned off again. A no-op under AddressSanitizer (whose heap checks need malloc'd blocks).
+void enable_device_guard();
+bool device_guard_enabled();
+// Names a device allocation in the guard's message (e.g. the solve() parameter it is passed as).
+void label_device_buffer(const void* ptr, const char* label);
+// Bytes copied device->host and host->device by cudaMemcpy* since the last reset, classified by
+// the pointers (not the cudaMemcpyKind): device = cudaMalloc'd memory, Module.call buffers and
+// __device__/__constant__ symbols; host = everything else, managed and pinned memory included.
+void reset_copy_counters();
+void copy_counters(uint64_t* device_to_host, uint64_t* host_to_device);
+// Runs every following launch with blocks and threads in reverse order (the race probe).
+void set_reverse_order(bool on);
+// A __device__/__constant__ variable whose address host code took (cudaGetSymbolAddress): device
+// memory for the copy counters.
+void note_symbol(const void* address, size_t size);
+
 }  // namespace vf
