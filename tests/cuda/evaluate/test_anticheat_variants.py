@@ -442,3 +442,18 @@ def test_no_false_positive_on_implementation(folder: Path, impl: Path) -> None:
         assert scan_c(source, spec) == [], impl
     else:
         assert scan_torch(source, spec.allowed_dtypes) == [], impl
+
+
+def test_runtime_hooks_are_refused_but_vf_prefixed_variables_are_not() -> None:
+    from veriforge.cuda.evaluate.anticheat_c import scan_c
+
+    kernel = "__global__ void k(float* y) { y[0] = 1.f; }\n"
+    hooks = [
+        'extern "C" void solve(float* y) { vf::set_reverse_order(false); k<<<1, 1>>>(y); }',
+        'namespace vf { void reset_copy_counters(); }\nextern "C" void solve(float* y) { k<<<1, 1>>>(y); }',
+        'extern "C" void vf_switch_context(void*, void*);\nextern "C" void solve(float* y) { k<<<1, 1>>>(y); }',
+    ]
+    for src in hooks:
+        assert any("veriforge's runtime" in f for f in scan_c(kernel + src)), src
+    ok = 'extern "C" void solve(float* y) { int vf_base = 0; k<<<1 + vf_base, 1>>>(y); }'
+    assert not any("veriforge's runtime" in f for f in scan_c(kernel + ok))

@@ -21,6 +21,7 @@ sources a PyTorch candidate embeds (``load_cuda``/``load_inline``).
 
 from __future__ import annotations
 
+import functools
 import re
 
 from veriforge.cuda.tasks.schema import TaskSpec
@@ -422,6 +423,23 @@ def _loop_bodies(body: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def _runtime_symbols() -> frozenset[str]:
+    """Functions the CPU runtime defines with a ``vf_`` prefix (a candidate declaring one could
+    reach the runtime's internals; variables such as OptiML's ``vf_base`` stay allowed)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "cpu" / "runtime"
+    names: set[str] = set()
+    for path in root.glob("*.[ch]*"):
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        names.update(re.findall(r"\b(vf_\w+)\s*\(", text))
+    return frozenset(names)
+
+
 def scan_c(source: str, spec: TaskSpec | None = None) -> list[str]:
     """Reasons to reject ``source`` without running it (empty list: nothing found)."""
     findings = scan_c_source_hygiene(source)
@@ -441,7 +459,10 @@ def scan_c(source: str, spec: TaskSpec | None = None) -> list[str]:
     if m:
         findings.append(f"line {line_of(text, m.start())}: inline assembly ({m.group(1)}) is not allowed: it cannot "
                         f"be checked or run on the CPU runtime")
-    m = re.search(r"\bvf\s*::|\b_*vf_\w*|\bveriforge\w*", _blank_directives(text, ("include", "pragma")))
+    blanked = _blank_directives(text, ("include", "pragma"))
+    m = re.search(r"\bvf\s*::|\bnamespace\s+vf\b|\b__vf\w*|\bveriforge\w*", blanked)
+    if m is None:
+        m = next((x for x in re.finditer(r"\bvf_\w+", blanked) if x.group(0) in _runtime_symbols()), None)
     if m:
         findings.append(f"line {line_of(text, m.start())}: refers to {m.group(0).strip()!r}, part of veriforge's "
                         f"runtime and evaluation driver (switching the harness's checks off is not allowed)")
