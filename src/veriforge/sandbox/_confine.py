@@ -39,6 +39,7 @@ __all__ = [
     "mount_namespace_id",
     "mount_proc_hidepid",
     "setup_filesystem",
+    "uid_processes",
     "unshare",
 ]
 
@@ -227,31 +228,49 @@ def drop_privileges(uid: int, gid: int) -> None:
     os.setresuid(uid, uid, uid)
 
 
+def uid_processes(uid: int) -> list[int]:
+    """Live (non-zombie) processes whose real, effective or saved uid is ``uid`` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", "rb") as fh:
+                status = fh.read()
+        except OSError:
+            continue
+        uids = state = None
+        for line in status.split(b"\n"):
+            if line.startswith(b"State:"):
+                state = line.split()[1:2]
+            elif line.startswith(b"Uid:"):
+                uids = [int(x) for x in line.split()[1:4]]
+                break
+        if uids and uid in uids and state != [b"Z"]:
+            found.append(int(entry))
+    return found
+
+
 def kill_uid(uid: int, rounds: int = 50) -> int:
     """SIGKILL every process owned by ``uid``, however it was started (``setsid``, double fork).
 
-    A helper drops to ``uid`` and calls ``kill(-1, SIGKILL)``, which reaches exactly the processes
-    that uid may signal: its own. Repeated until nothing is left (a process may fork meanwhile).
-    Returns how many rounds found processes. Must be called as root.
+    While any is left, a helper drops to ``uid`` and calls ``kill(-1, SIGKILL)``, which reaches
+    exactly the processes that uid may signal: its own (``kill(-1)`` reports success whenever any
+    other process exists, so /proc is what says whether something is left). Returns how many
+    rounds were needed. Must be called as root.
     """
-    found = 0
-    for _ in range(rounds):
+    for done in range(rounds):
+        if not uid_processes(uid):
+            return done
         pid = os.fork()
         if pid == 0:
-            code = 1
             try:
+                os.setgroups([])
                 os.setresgid(uid, uid, uid)
                 os.setresuid(uid, uid, uid)
-                try:
-                    os.kill(-1, signal.SIGKILL)  # the helper itself is spared by kill(-1)
-                    code = 0
-                except ProcessLookupError:
-                    code = 1
+                os.kill(-1, signal.SIGKILL)  # the helper itself is spared by kill(-1)
             finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            break
-        found += 1
-        time.sleep(0.001)
-    return found
+                os._exit(0)
+        os.waitpid(pid, 0)
+        time.sleep(0.002)
+    return rounds

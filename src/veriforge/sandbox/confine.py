@@ -67,10 +67,13 @@ class ChildSandbox:
 
 
 def _kill_uid_async_safe(uid: int) -> None:
-    """kill_uid from a (possibly multi-threaded) parent: a short-lived helper process does it."""
+    """kill_uid from a (possibly multi-threaded) parent: nothing to do if /proc shows no process of
+    the uid (the usual case); otherwise a short-lived helper process kills them."""
     import subprocess
     import sys
 
+    if not _confine.uid_processes(uid):
+        return
     code = f"import sys; sys.path.insert(0, {os.path.dirname(_confine.__file__)!r}); import _confine; " \
            f"_confine.kill_uid({int(uid)})"
     subprocess.run([sys.executable, "-I", "-S", "-c", code], check=False, timeout=30,
