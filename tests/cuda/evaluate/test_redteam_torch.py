@@ -121,6 +121,11 @@ CHEATS = {
              "        except FileExistsError:\n"
              "            pass\n"
              "        return y\n"), ""),
+    # Faking a fast time: the forward-time figures are written by the candidate's own process.
+    "timing forgery": (candidate(
+        prelude="import time as _t\n_real = _t.perf_counter\n_calls = [0]\n"
+                "def _fake():\n    _calls[0] += 1\n    return _real() + (1000.0 if _calls[0] % 2 == 0 else 0.0)\n"
+                "_t.perf_counter = _fake\n"), "tamper"),
     # Constant answers (memorised for some inputs) are caught by fresh inputs per trial.
     "constant": (candidate(body="        return torch.full_like(x, 0.5)\n"), ""),
 }

@@ -103,7 +103,9 @@ def run_torch_split(backend: str, request: TorchRequest, timeout_s: float, *, de
             # The candidate compiles its CUDA against the runtime we built, lent read-only.
             extra_env, paths = lend_runtime()
             policy = policy.replace(expose=(*policy.expose, *paths))
+        started = time.monotonic()
         outcome, isolation, log = _run_candidate(zygote, work, refdir, policy, timeout_s, extra_env)
+        outcome["wall_s"] = time.monotonic() - started
         run = _merge(req, Path(refdir), Path(work), ref_meta, outcome, request, device, label, log, timeout_s)
         run.features["isolation"] = isolation
         return run
@@ -282,6 +284,12 @@ def _merge(req: dict[str, Any], refdir: Path, work: Path, ref_meta: dict[str, An
         run.status = "crash"
         run.message = "the candidate's process stopped before it had run every case"
         return run
+    reported = sum(c.seconds for c in run.cases if c.seconds is not None)
+    if reported > outcome.get("wall_s", float("inf")) * 1.05 + 0.01:
+        # The times come from inside the candidate's process: they cannot exceed the harness's clock.
+        for c in run.cases:
+            c.problems.append(f"the candidate's process reported {reported:.3f} s of forward time in a "
+                              f"{outcome['wall_s']:.3f} s run: its timing was tampered with")
     by_config: dict[str, list[float]] = {}
     for c in run.cases:
         if c.seconds is not None:
