@@ -26,24 +26,12 @@ needs_full = pytest.mark.skipif(not ROOT or not planned_isolation(Policy())["fil
                                 reason="full isolation needs root and mount namespaces")
 
 
-def _sandbox_uid_processes(only: int | None = None) -> list[int]:
-    """Live (non-zombie) processes of sandbox uids (of ``only``, when given: other tests may run
-    sandboxes concurrently)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as fh:
-                fields = dict(line.split(":", 1) for line in fh.read().splitlines() if ":" in line)
-        except OSError:
-            continue
-        uid = int(fields["Uid"].split()[0])
-        if fields["State"].strip().startswith("Z") or not (UID_BASE <= uid < UID_BASE + UID_SPAN):
-            continue
-        if only is None or uid == only:
-            found.append(int(entry))
-    return found
+def _sandbox_uid_processes(only: int) -> list[int]:
+    """Live (non-zombie) processes of the run's uid (other tests may run sandboxes concurrently)."""
+    from veriforge.sandbox._confine import uid_processes
+
+    assert UID_BASE <= only < UID_BASE + UID_SPAN
+    return uid_processes(only)
 
 
 @needs_full

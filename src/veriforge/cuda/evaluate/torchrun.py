@@ -193,9 +193,7 @@ def _host(t: Any) -> Any:
 
 def run_torch_request(request: TorchRequest, device: str, label: str) -> BackendRun:
     """Every configuration and trial of ``request`` on ``device`` (used by back-ends in their worker)."""
-    import statistics
 
-    from veriforge.core.types import Measurement
     from veriforge.cuda.tasks.reference import load_torch_reference
 
     before = _fingerprint()
@@ -222,14 +220,23 @@ def run_torch_request(request: TorchRequest, device: str, label: str) -> Backend
     if patched:
         for c in run.cases:
             c.problems.append(f"the candidate replaced {', '.join(patched)} (monkey-patching is not allowed)")
+    run.measurements.extend(forward_times(run.cases, device, label,
+                                          "wall time of ModelNew.forward (not timed with CUDA events)"))
+    return run
+
+
+def forward_times(cases: list[CaseOutput], device: str, label: str, note: str) -> list[Any]:
+    """One ``time_s`` measurement per configuration: the median forward time of its cases
+    (``emulated`` on the CPU, ``measured`` on a GPU)."""
+    import statistics
+
+    from veriforge.core.types import Measurement
+
     by_config: dict[str, list[float]] = {}
-    for c in run.cases:
+    for c in cases:
         if c.seconds is not None:
             by_config.setdefault(c.config, []).append(c.seconds)
     provenance = "emulated" if device == "cpu" else "measured"
-    for config, secs in by_config.items():
-        run.measurements.append(Measurement(
-            name="time_s", value=statistics.median(secs), unit="s", provenance=provenance, backend=label,
-            samples=len(secs), details={"config": config, "note": "wall time of ModelNew.forward (not timed "
-                                                                  "with CUDA events)"}))
-    return run
+    return [Measurement(name="time_s", value=statistics.median(secs), unit="s", provenance=provenance, backend=label,
+                        samples=len(secs), details={"config": config, "note": note})
+            for config, secs in by_config.items()]

@@ -212,11 +212,9 @@ def _read_array(path: Path, limit: int) -> Any:
 
 def _merge(req: dict[str, Any], refdir: Path, work: Path, ref_meta: dict[str, Any], outcome: dict[str, Any],
            request: TorchRequest, device: str, label: str, log: str, timeout_s: float) -> BackendRun:
-    import statistics
-
     import numpy as np
 
-    from veriforge.core.types import Measurement
+    from .torchrun import forward_times
 
     result = _read_json(work / "result.json", trusted=False)
     run = BackendRun(status="ok", log=log)
@@ -290,16 +288,8 @@ def _merge(req: dict[str, Any], refdir: Path, work: Path, ref_meta: dict[str, An
         for c in run.cases:
             c.problems.append(f"the candidate's process reported {reported:.3f} s of forward time in a "
                               f"{outcome['wall_s']:.3f} s run: its timing was tampered with")
-    by_config: dict[str, list[float]] = {}
-    for c in run.cases:
-        if c.seconds is not None:
-            by_config.setdefault(c.config, []).append(c.seconds)
-    provenance = "emulated" if device == "cpu" else "measured"
-    for config, secs in by_config.items():
-        run.measurements.append(Measurement(
-            name="time_s", value=statistics.median(secs), unit="s", provenance=provenance, backend=label,
-            samples=len(secs), details={"config": config, "note": "wall time of ModelNew.forward reported by the "
-                                                                  "candidate's process (not CUDA events)"}))
+    run.measurements.extend(forward_times(run.cases, device, label, "wall time of ModelNew.forward reported by "
+                                                                    "the candidate's process (not CUDA events)"))
     return run
 
 
