@@ -76,7 +76,8 @@ CHEATS = {
                 "_spec = _u.spec_from_file_location('r', _g.glob('" + str(RELU) + "/reference.py')[0])\n"
                 "_ref = _u.module_from_spec(_spec); _spec.loader.exec_module(_ref)\n",
         body="        m = _ref.Model(x.size(1)); m.scale = self.scale\n        return m(x)\n"),
-        "pytorch compute operators"),
+        # (where the checkout itself is hidden, e.g. under /root, the file is simply not there)
+        ("pytorch compute operators", "list index out of range")),
     # torch compute hidden in a helper outside forward, spelled through getattr.
     "helper fallback": (candidate(
         prelude="def _h(t, s):\n    return getattr(torch, 'cl' + 'amp')(t, min=0) * s\n",
@@ -136,7 +137,8 @@ def test_cheat_is_not_accepted(name: str, no_static_scan) -> None:
     src, reason = CHEATS[name]
     res = _eval(src)
     assert not res.verdict.correct, f"{name}: accepted! {res.verdict.reason}"
-    assert reason.lower() in res.verdict.reason.lower(), res.verdict.reason
+    reasons = (reason,) if isinstance(reason, str) else reason
+    assert any(r.lower() in res.verdict.reason.lower() for r in reasons), res.verdict.reason
     assert "root:" not in (res.log or "") and "root:" not in res.verdict.reason  # no /etc/shadow content
 
 
