@@ -70,4 +70,11 @@ def eval_cmd(
             typer.echo(f"  time[{m.details.get('config', '')}] = {m.value * 1e6:.2f} us  ({m.provenance}, {m.backend})")
         for note in res.details.get("estimate_notes", []):
             typer.echo(f"  note: {note}")
+        iso = res.details.get("isolation")
+        if iso:
+            missing = "; ".join(iso.get("missing") or [])
+            typer.echo("isolation: " + ("full (uid, filesystem, network, process tree)" if iso.get("full")
+                                        else f"PARTIAL — missing {missing}"))
+        if "input_secret" in res.details:
+            typer.echo(f"inputs: secret {res.details['input_secret']} (reproduce with the Python API: secret=…)")
     raise typer.Exit(0 if res.verdict.correct else 1)
