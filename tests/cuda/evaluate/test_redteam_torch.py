@@ -91,7 +91,7 @@ CHEATS = {
         body="        hits = sorted(glob.glob('/tmp/vf-torch-ref-*/0/out0.npy'))\n"
              "        if hits:\n"
              "            return torch.from_numpy(numpy.load(hits[0]))\n"
-             "        return torch.zeros_like(x)\n"), "wrong on config"),
+             "        return torch.zeros_like(x)\n"), ("wrong on config", "never called the candidate's cuda")),
     # The reference model object, searched for in the process's memory.
     "gc walk": (candidate(
         prelude="import gc\n",
@@ -99,7 +99,7 @@ CHEATS = {
              "            if type(o).__name__ == 'Model' and o is not self:\n"
              "                y = torch.empty_like(x)\n"
              "                return o(x)\n"
-             "        return torch.zeros_like(x)\n"), "wrong on config"),
+             "        return torch.zeros_like(x)\n"), ("wrong on config", "never called the candidate's cuda")),
     # Output that aliases the input (the kernel writes in place).
     "aliasing": (candidate(
         body="        _ext.relu_scale(x, self.scale, x, x.size(0), x.size(1))\n        return x\n"), "aliases input"),
@@ -127,6 +127,15 @@ CHEATS = {
         prelude="import time as _t\n_real = _t.perf_counter\n_calls = [0]\n"
                 "def _fake():\n    _calls[0] += 1\n    return _real() + (1000.0 if _calls[0] % 2 == 0 else 0.0)\n"
                 "_t.perf_counter = _fake\n"), "tamper"),
+    # Numbers computed with NumPy (outside the dispatcher), then returned as a tensor: never handed to the
+    # candidate's CUDA code.
+    "numpy compute": (candidate(
+        prelude="import numpy as _np\n",
+        body="        y = torch.empty_like(x)\n"
+             "        _ext.relu_scale(x.contiguous(), self.scale, y, x.size(0), x.size(1))\n"
+             "        v = x.detach().numpy()\n"
+             "        return torch.from_numpy(_np.maximum(v, 0) * self.scale.detach().numpy())\n"),
+        "never handed"),
     # Constant answers (memorised for some inputs) are caught by fresh inputs per trial.
     "constant": (candidate(body="        return torch.full_like(x, 0.5)\n"), ""),
 }

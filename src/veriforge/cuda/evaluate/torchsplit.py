@@ -370,12 +370,16 @@ def candidate_main(work: str) -> int:
             torch.manual_seed(int(case["seed"]))
             model = cand.ModelNew(*init).to(device).eval()
             guard = _compute_guard()
+            from veriforge.cuda.torchbind.cpu_backend import record_calls
+
             start = time.perf_counter()
-            with torch.no_grad(), guard:
+            with torch.no_grad(), guard, record_calls() as handed:
                 got = _outputs(model(*inputs))
             _sync(device)
             seconds = time.perf_counter() - start
             problems, infos = [], []
+            if device == "cpu":
+                problems += _unwritten_outputs(got, handed)
             if guard.ops:
                 names = ", ".join(f"aten.{n}" for n in sorted(guard.ops)[:8])
                 problems.append(f"forward ran PyTorch compute operators ({names}): the work must be done by the "
@@ -406,6 +410,25 @@ def candidate_main(work: str) -> int:
     result["patched"] = sorted(k for k in before if before[k] != after.get(k))
     _write_result(result)
     return 0
+
+
+def _unwritten_outputs(got: list[Any], handed: list[tuple[int, int]]) -> list[str]:
+    """Outputs of ``forward`` whose memory was never passed to the candidate's CUDA code (CPU
+    back-end: every host-function call is recorded), i.e. numbers computed some other way."""
+    import torch
+
+    if not handed:
+        return ["forward never called the candidate's CUDA code: the work must be done by its kernels"]
+    out = []
+    for i, g in enumerate(got):
+        if not isinstance(g, torch.Tensor) or not g.numel():
+            continue
+        lo = g.untyped_storage().data_ptr()
+        hi = lo + g.untyped_storage().nbytes()
+        if not any(a < hi and lo < b for a, b in handed if b > a):
+            out.append(f"output {i} was never handed to the candidate's CUDA code: its numbers were computed "
+                       f"some other way (NumPy, Python, a copy of something else)")
+    return out
 
 
 def warm_up() -> None:

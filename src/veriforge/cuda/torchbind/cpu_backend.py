@@ -13,7 +13,29 @@ from typing import Any
 
 from veriforge.errors import UnsupportedFeatureError
 
-__all__ = ["CpuBuild", "build_cpu_extension", "to_runtime_args"]
+__all__ = ["CpuBuild", "build_cpu_extension", "record_calls", "to_runtime_args"]
+
+_recording: list[list[tuple[int, int]]] = []
+
+
+class record_calls:
+    """Remember the memory (storage ranges) of every tensor passed to a CUDA host function while
+    active: the evaluation harness checks that each output of ``forward`` was handed to the
+    candidate's own CUDA code (numbers computed elsewhere — NumPy, plain Python — never were)."""
+
+    def __enter__(self) -> list[tuple[int, int]]:
+        self.ranges: list[tuple[int, int]] = []
+        _recording.append(self.ranges)
+        return self.ranges
+
+    def __exit__(self, *exc: object) -> None:
+        if _recording and _recording[-1] is self.ranges:
+            _recording.pop()
+
+
+def _storage_range(t: Any) -> tuple[int, int]:
+    storage = t.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
 
 
 class CpuBuild:
@@ -27,6 +49,11 @@ class CpuBuild:
                 "update veriforge or use the GPU back-end")
 
     def call(self, function: str, args: Sequence[Any]) -> Any:
+        if _recording:
+            import torch
+
+            _recording[-1].extend(_storage_range(a) for a in args if isinstance(a, torch.Tensor) and a.numel())
+            _recording[-1].append((0, 0))  # a call happened, even with no tensor arguments
         return self.module.call(function, to_runtime_args(args))
 
     def close(self) -> None:
