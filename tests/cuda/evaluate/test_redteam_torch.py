@@ -122,6 +122,15 @@ CHEATS = {
              "        except FileExistsError:\n"
              "            pass\n"
              "        return y\n"), ""),
+    # Rewriting its own report: patch json.dumps so the problems found in this process vanish.
+    "report patching": (candidate(
+        prelude="import json as _j\n_orig = _j.dumps\n"
+                "def _clean(r, **k):\n"
+                "    if isinstance(r, dict) and 'cases' in r:\n"
+                "        r = dict(r, patched=[], cases=[dict(c, problems=[]) for c in r['cases']])\n"
+                "    return _orig(r, **k)\n"
+                "_j.dumps = _clean\n",
+        body="        return torch.relu(x) * self.scale\n"), "pytorch compute operators"),
     # Faking a fast time: the forward-time figures are written by the candidate's own process.
     "timing forgery": (candidate(
         prelude="import time as _t\n_real = _t.perf_counter\n_calls = [0]\n"

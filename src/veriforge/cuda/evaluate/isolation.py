@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import os
 import pickle
-import signal
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .backend import BackendRun
 
-__all__ = ["ZYGOTE_BACKENDS", "run_isolated", "serve_request", "uses_zygote"]
+__all__ = ["ZYGOTE_BACKENDS", "ConfinedRun", "candidate_env", "run_confined", "run_isolated", "serve_request",
+           "uses_zygote"]
 
 _GRACE_S = 30.0  # interpreter start and imports of a fresh process, on top of the candidate's limit
 _ZYGOTE_GRACE_S = 5.0  # a forked child has everything imported already
@@ -58,39 +59,15 @@ def run_isolated(backend: str, method: str, request: Any, timeout_s: float, *, e
     policy = Policy(limits=Limits(timeout_s=timeout_s + (_ZYGOTE_GRACE_S if uses_zygote(backend) else _GRACE_S),
                                   cpu_s=None, memory_mb=None if gpu else 65536, file_size_mb=2048,
                                   max_procs=256, max_output_bytes=1_000_000), max_open_files=4096)
-    child_env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
-    child_env.update(env or {})
     with tempfile.TemporaryDirectory(prefix="vf-iso-logs-") as logs, \
             tempfile.TemporaryDirectory(prefix="vf-iso-") as tmp:
         req_path, res_path = Path(tmp) / "request.pkl", Path(tmp) / "result.pkl"
-        out_path, err_path = Path(logs) / "stdout", Path(logs) / "stderr"
         with open(req_path, "wb") as f:
             pickle.dump((backend, method, request), f, protocol=pickle.HIGHEST_PROTOCOL)
-        lost = False
-        code: int | None = None
-        timed_out = False
-        done = False
-        if uses_zygote(backend):
-            from veriforge.sandbox.confine import lend, prepare_child
-
-            from .zygote import ZygoteError, get_zygote
-
-            child = prepare_child(policy, cwd=Path(tmp), env=child_env)
-            try:
-                lend(child)
-                outcome = get_zygote().run(req=str(req_path), res=str(res_path), cwd=tmp, out=str(out_path),
-                                           err=str(err_path), env={}, timeout_s=timeout_s + _ZYGOTE_GRACE_S,
-                                           confine=child.spec)
-            except ZygoteError:
-                pass
-            else:
-                code, timed_out, lost, done = outcome.code, outcome.timed_out, outcome.lost, True
-            finally:
-                child.close()
-        if not done:
-            code, timed_out, stdout, stderr = _run_subprocess(tmp, policy, child_env)
-        else:
-            stdout, stderr = _read(out_path), _read(err_path)
+        child = run_confined(Path(tmp), policy, candidate_env(env), logdir=Path(logs),
+                             timeout_s=timeout_s + _ZYGOTE_GRACE_S, use_zygote=uses_zygote(backend),
+                             call=[__name__, "serve_request", [str(req_path), str(res_path)]])
+        code, timed_out, lost, stdout, stderr = child.code, child.timed_out, child.lost, child.stdout, child.stderr
         if timed_out:
             return BackendRun(status="timeout", message=f"{what} did not finish within {timeout_s:g} s and was "
                                                         f"killed", log=_tail(stdout + stderr))
@@ -110,6 +87,65 @@ def run_isolated(backend: str, method: str, request: Any, timeout_s: float, *, e
 _PASS_ENV = ("VF_CPU_THREADS", "VF_FIBER_STACK_KB", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
              "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
              "VERIFORGE_EVAL_ZYGOTE")
+"""The caller's variables a candidate process sees (threading and runtime knobs; never secrets)."""
+
+
+def candidate_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a process that runs candidate code: :data:`_PASS_ENV` from ours (BLAS and
+    OpenMP pools default to one thread: evaluations are parallel across processes) plus ``extra``."""
+    env = {k: os.environ[k] for k in _PASS_ENV if k in os.environ}
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(name, "1")
+    env.update(extra or {})
+    return env
+
+
+@dataclass
+class ConfinedRun:
+    """How a confined child ended: exit ``code`` (negative: signal; None: unknown), ``timed_out``,
+    ``lost`` (its fork server died), its output, and the isolation that was in force."""
+
+    code: int | None
+    timed_out: bool
+    lost: bool
+    stdout: str
+    stderr: str
+    isolation: dict[str, Any]
+
+
+def run_confined(work: Path, policy: Any, env: dict[str, str], *, call: list[Any], logdir: Path, timeout_s: float,
+                 use_zygote: bool) -> ConfinedRun:
+    """Run ``call`` = ``[module, function, args]`` (module.function(*args), which runs candidate
+    code) confined by ``policy`` with ``work`` lent as its work directory.
+
+    With the fork server: a forked child that confines itself (milliseconds; torch is imported
+    already). Without one, or if it cannot start: ``python -m module function *args`` under
+    :func:`veriforge.sandbox.run` (the module must dispatch its command line to ``function``).
+    Output goes to files in ``logdir`` (harness-private) or is captured by the sandbox.
+    """
+    module, function, args = call
+    if use_zygote:
+        from veriforge.sandbox.confine import lend, prepare_child
+
+        from .zygote import ZygoteError, get_zygote
+
+        out, err = logdir / "stdout", logdir / "stderr"
+        child = prepare_child(policy, cwd=work, env=env)
+        try:
+            lend(child)
+            res = get_zygote().run(req="", res="", cwd=str(work), out=str(out), err=str(err), env={},
+                                   timeout_s=timeout_s, call=call, confine=child.spec)
+        except ZygoteError:
+            pass
+        else:
+            return ConfinedRun(res.code, res.timed_out, res.lost, _read(out), _read(err), child.isolation)
+        finally:
+            child.close()  # kills whatever the uid still runs before anyone reads the child's files
+    from veriforge.sandbox import run as sandbox_run
+
+    res = sandbox_run([sys.executable, "-m", module, function, *map(str, args)], cwd=work, env=env, policy=policy)
+    code = -res.signal if res.signal is not None else res.exit_code
+    return ConfinedRun(code, res.status == "timeout", False, res.stdout_text, res.stderr_text, res.isolation)
 _SAFE_GLOBALS = {
     ("veriforge.cuda.evaluate.backend", "BackendRun"), ("veriforge.cuda.evaluate.backend", "CaseOutput"),
     ("veriforge.core.types", "Measurement"), ("numpy", "ndarray"), ("numpy", "dtype"),
@@ -143,22 +179,6 @@ def load_result(path: Path) -> Any:
     except (OSError, ValueError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, IndexError):
         return None
     return value if isinstance(value, BackendRun) else None
-
-
-def _run_subprocess(tmp: str, policy: Any, env: dict[str, str]) -> tuple[int | None, bool, str, str]:
-    from veriforge.sandbox import run as sandbox_run
-
-    res = sandbox_run([sys.executable, "-m", "veriforge.cuda.evaluate.isolation", "request.pkl", "result.pkl"],
-                      cwd=Path(tmp), env=env, policy=policy)
-    code = -res.signal if res.signal is not None else res.exit_code
-    return code, res.status == "timeout", res.stdout_text, res.stderr_text
-
-
-def _killpg(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _read(path: Path) -> str:
@@ -197,10 +217,11 @@ def serve_request(req_path: str, res_path: str) -> int:
     return 0
 
 
-def _main(req_path: str, res_path: str) -> int:
+def _main(argv: list[str]) -> int:
+    req_path, res_path = argv[-2:]  # ``serve_request REQ RES`` (run_confined) or ``REQ RES``
     code = serve_request(req_path, res_path)
     os._exit(code)  # do not run the candidate's atexit hooks or finalisers
 
 
 if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1], sys.argv[2]))
+    sys.exit(_main(sys.argv[1:]))

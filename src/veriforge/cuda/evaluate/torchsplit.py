@@ -138,41 +138,14 @@ def _run_trusted(zygote: bool, function: str, args: list[str], logdir: str, time
 def _run_candidate(zygote: bool, work: str, logdir: str, policy: Any, timeout_s: float,
                    extra_env: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any], str]:
     """Run the candidate step confined; returns (outcome, isolation, log)."""
-    out, err = os.path.join(logdir, "candidate.out"), os.path.join(logdir, "candidate.err")
-    if zygote:
-        from veriforge.sandbox.confine import lend, prepare_child
+    from .isolation import candidate_env, run_confined
 
-        from .zygote import ZygoteError, get_zygote
-
-        child = prepare_child(policy, cwd=Path(work), env={**_pass_env(), **extra_env})
-        try:
-            lend(child)
-            try:
-                res = get_zygote().run(req="", res="", cwd=work, out=out, err=err, env={}, timeout_s=timeout_s + 5,
-                                       call=[__name__, "candidate_main", [work]], confine=child.spec)
-            except ZygoteError:
-                pass
-            else:
-                outcome = {"code": res.code, "timed_out": res.timed_out, "lost": res.lost}
-                return outcome, child.isolation, _tail_file(out) + _tail_file(err)
-        finally:
-            child.close()
-    from veriforge.sandbox import run as sandbox_run
-
-    res = sandbox_run([sys.executable, "-m", __name__, "candidate_main", work], cwd=Path(work), policy=policy,
-                      env={**_pass_env(), **extra_env})
-    code = -res.signal if res.signal is not None else res.exit_code
-    outcome = {"code": code, "timed_out": res.status == "timeout", "lost": False, "reason": res.reason}
-    return outcome, res.isolation, (res.stdout_text + res.stderr_text)[-4000:]
-
-
-def _pass_env() -> dict[str, str]:
-    keep = ("VF_CPU_THREADS", "VF_FIBER_STACK_KB", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
-            "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-    env = {k: os.environ[k] for k in keep if k in os.environ}
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env.setdefault(name, "1")
-    return env
+    logs = Path(logdir) / "candidate"
+    logs.mkdir(exist_ok=True)
+    res = run_confined(Path(work), policy, candidate_env(extra_env), call=[__name__, "candidate_main", [work]],
+                       logdir=logs, timeout_s=timeout_s + 5, use_zygote=zygote)
+    outcome = {"code": res.code, "timed_out": res.timed_out, "lost": res.lost}
+    return outcome, res.isolation, (res.stdout[-4000:] + res.stderr[-4000:]).strip()
 
 
 def _tail_file(path: str, limit: int = 4000) -> str:
@@ -355,12 +328,13 @@ def candidate_main(work: str) -> int:
     device = req["device"]
     result: dict[str, Any] = {"status": "ok", "message": "", "cases": []}
     warm_up()
+    write_result = _result_writer()
     before = _fingerprint()
     try:
         cand = load_candidate(Path("candidate.py").read_text())
     except Exception as exc:
         result.update(status="compile_error", message=f"the candidate failed to load: {type(exc).__name__}: {exc}")
-        _write_result(result)
+        write_result(result)
         return 0
     for k, case in enumerate(req["cases"]):
         where = f"{case['config']}/{case['trial']}"
@@ -408,7 +382,7 @@ def candidate_main(work: str) -> int:
             break
     after = _fingerprint()
     result["patched"] = sorted(k for k in before if before[k] != after.get(k))
-    _write_result(result)
+    write_result(result)
     return 0
 
 
@@ -461,10 +435,24 @@ def _compute_guard() -> Any:
     return _Guard()
 
 
-def _write_result(result: dict[str, Any]) -> None:
-    tmp = Path("result.json.tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, "result.json")
+def _result_writer() -> Any:
+    """A writer of result.json bound to ``json.dumps`` and ``os`` functions taken *now*, before the
+    candidate is imported: a candidate that patches them afterwards cannot rewrite its own report
+    through them (it still runs in this process; see docs/sandbox.md, known limits)."""
+    dumps, os_open, os_write, os_close, os_replace = json.dumps, os.open, os.write, os.close, os.replace
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+
+    def write(result: dict[str, Any]) -> None:
+        data = dumps(result).encode()
+        fd = os_open("result.json.tmp", flags, 0o600)
+        try:
+            while data:
+                data = data[os_write(fd, data):]
+        finally:
+            os_close(fd)
+        os_replace("result.json.tmp", "result.json")
+
+    return write
 
 
 def _main(argv: list[str]) -> int:
