@@ -303,3 +303,23 @@ def test_kernel_host_code_cannot_read_secrets(tmp_path):
     mod.call("probe", [out])
     assert out.tolist() == [0, 1]  # no secret; /tmp is the sandbox's own
     assert not Path("/tmp/vf-kernel-escape").exists()
+
+
+@needs_full
+def test_compilers_fed_candidate_source_cannot_read_secrets():
+    """An #include of a secret is a read by the compiler: it runs confined, so the secret's tokens
+    never reach the diagnostics (without the sandbox g++ would quote them: "'vfsecret…' does not name a type")."""
+    from veriforge.cuda import cpu
+    from veriforge.errors import CompileError
+
+    secret = Path(__file__).with_name(f".redteam-include-{os.getpid()}.h")
+    secret.write_text("vfsecrettoken4711 leaked;\n")
+    secret.chmod(0o600)
+    try:
+        with pytest.raises(CompileError) as err:
+            cpu.build_program(f'#include "{secret}"\nint main() {{ return 0; }}\n')
+    finally:
+        secret.unlink()
+    text = str(err.value) + (getattr(err.value, "log", "") or "")
+    assert "vfsecrettoken4711" not in text
+    assert "Permission denied" in text or "No such file" in text

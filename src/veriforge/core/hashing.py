@@ -87,13 +87,19 @@ def content_hash(*parts: str | bytes) -> str:
     """
     digest = hashlib.sha256()
     digest.update(b"veriforge-hash-v1")
+    feed_parts(digest, parts, "content_hash")
+    return digest.hexdigest()
+
+
+def feed_parts(digest: Any, parts: tuple[str | bytes, ...], what: str) -> None:
+    """Feed ``parts`` to a hashlib/hmac object, each length-prefixed (str as UTF-8), so the split
+    between parts is part of the digest (shared by :func:`content_hash` and the store's HMACs)."""
     for part in parts:
         if isinstance(part, str):
             data = part.encode("utf-8")
         elif isinstance(part, bytes | bytearray | memoryview):
             data = bytes(part)
         else:
-            raise TypeError(f"content_hash parts must be str or bytes, got {type(part).__name__}")
+            raise TypeError(f"{what} parts must be str or bytes, got {type(part).__name__}")
         digest.update(len(data).to_bytes(8, "big"))
         digest.update(data)
-    return digest.hexdigest()

@@ -179,16 +179,10 @@ def _create_key(path: Path) -> None:
 # --- signatures --------------------------------------------------------------------------------
 
 def _mac(parts: tuple[str | bytes, ...]) -> str:
+    from veriforge.core.hashing import feed_parts
+
     mac = hmac.new(secret_key(), _TAG, hashlib.sha256)
-    for part in parts:
-        if isinstance(part, str):
-            data = part.encode("utf-8")
-        elif isinstance(part, bytes | bytearray | memoryview):
-            data = bytes(part)
-        else:
-            raise TypeError(f"signed parts must be str or bytes, got {type(part).__name__}")
-        mac.update(len(data).to_bytes(8, "big"))
-        mac.update(data)
+    feed_parts(mac, parts, "signed")
     return mac.hexdigest()
 
 

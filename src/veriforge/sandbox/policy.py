@@ -106,7 +106,9 @@ def program_paths(argv0: str, path_env: str | None) -> list[str]:
             if os.path.basename(parent) == "bin" and installed:
                 found.append(prefix)
                 if os.path.isfile(cfg):
-                    for line in open(cfg, encoding="utf-8", errors="replace"):
+                    with open(cfg, encoding="utf-8", errors="replace") as fh:
+                        lines = fh.read().splitlines()
+                    for line in lines:
                         key, _, value = line.partition("=")
                         if key.strip() == "home" and value.strip():
                             home_bin = os.path.realpath(value.strip())

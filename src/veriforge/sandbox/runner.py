@@ -33,7 +33,7 @@ from veriforge.sandbox.identity import SandboxUser, acquire_user, count_tasks
 from veriforge.sandbox.limits import Limits
 from veriforge.sandbox.policy import IsolationUnavailableError, Policy, program_paths
 from veriforge.sandbox.result import SandboxResult, classify
-from veriforge.sandbox.workdir import Workdir, build_env
+from veriforge.sandbox.workdir import Workdir, build_env, default_path
 
 __all__ = ["ExecutableNotFoundError", "SandboxProcess", "SandboxSetupError", "ToolTimeoutError", "planned_isolation",
            "run", "run_async", "run_python", "run_python_async", "run_tool", "spawn"]
@@ -186,7 +186,7 @@ def run_tool(cmd: Sequence[str], *, cwd: Path, timeout: float, expose: Sequence[
                     max_procs=max_procs, max_output_bytes=4_000_000)
     tool_env = {"LC_ALL": "C"}
     bin_dirs = [os.path.dirname(os.path.realpath(cmd[0]))] if "/" in cmd[0] else []
-    tool_env["PATH"] = ":".join([*bin_dirs, *build_env(Path("/"), Path("/"), None)["PATH"].split(":")])
+    tool_env["PATH"] = ":".join([*bin_dirs, default_path()])
     for name in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "NVIDIA_VISIBLE_DEVICES"):
         if name in os.environ:
             tool_env[name] = os.environ[name]

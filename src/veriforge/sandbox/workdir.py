@@ -21,7 +21,7 @@ from pathlib import Path
 
 from veriforge.errors import SandboxError
 
-__all__ = ["BASE_PATH", "Workdir", "WorkdirError", "build_env"]
+__all__ = ["BASE_PATH", "Workdir", "WorkdirError", "build_env", "default_path"]
 
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -128,15 +128,20 @@ class Workdir:
             shutil.rmtree(self.path, ignore_errors=True)
 
 
+def default_path() -> str:
+    """The sandbox's ``PATH``: the running Python's folder first, then the system's."""
+    py_bin = str(Path(sys.executable).parent)
+    return f"{py_bin}:{BASE_PATH}" if py_bin not in BASE_PATH.split(":") else BASE_PATH
+
+
 def build_env(workdir: Path, tmp: Path, extra: dict[str, str] | None) -> dict[str, str]:
     """A minimal environment: nothing from the parent except what the caller passes in.
 
     PATH also holds the directory of the running Python so ``python`` means the interpreter
     veriforge runs under (with its packages), not whatever the system has.
     """
-    py_bin = str(Path(sys.executable).parent)
     env = {
-        "PATH": f"{py_bin}:{BASE_PATH}" if py_bin not in BASE_PATH.split(":") else BASE_PATH,
+        "PATH": default_path(),
         "HOME": str(workdir),
         "TMPDIR": str(tmp),
         "LANG": "C.UTF-8",

@@ -286,14 +286,20 @@ def _runtime_problem(root: Path) -> str | None:
 SHARED_ENV = "VERIFORGE_SHARED_RUNTIME"
 
 
+def _make_lendable(rt: BuiltRuntime) -> None:
+    """Let other uids read the runtime (objects and headers; ``bin/`` stays private): runtimes
+    built before they were lent to sandboxes were 0700."""
+    mode = rt.root.stat().st_mode & 0o777
+    if mode & 0o005 != 0o005:
+        os.chmod(rt.root, mode | 0o055)
+
+
 def lend_runtime(sanitize: bool = False) -> tuple[dict[str, str], list[str]]:
     """What a sandboxed process needs to compile against this machine's runtime without
     rebuilding it: the environment variable and the paths to expose read-only. The runtime is
     built (by us, trusted) if needed, and made traversable by other uids."""
     rt = runtime(sanitize)
-    mode = rt.root.stat().st_mode & 0o777
-    if mode & 0o005 != 0o005:  # built before runtimes were made lendable
-        os.chmod(rt.root, mode | 0o055)
+    _make_lendable(rt)
     return {SHARED_ENV: str(rt.root.parent)}, [str(rt.root)]
 
 
@@ -467,9 +473,7 @@ def _compile_confined(cmd: list[str], cwd: Path, timeout: float, rt: BuiltRuntim
     from veriforge.sandbox import ToolTimeoutError, run_tool
 
     if not rt.shared:
-        mode = rt.root.stat().st_mode & 0o777
-        if mode & 0o005 != 0o005:
-            os.chmod(rt.root, mode | 0o055)
+        _make_lendable(rt)
     expose = [str(rt.root)] + ([str(rt.cuda_include)] if rt.cuda_include else [])
     try:
         code, log, _ = run_tool(cmd, cwd=cwd, timeout=timeout, expose=expose, memory_mb=None)
