@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 import pytest
 
 from veriforge.cuda import costmodel
-from veriforge.cuda.costmodel import CostConstants, CostModelError, calibrate, estimate
+from veriforge.cuda.costmodel import CostConstants, CostModelError, calibrate, estimate, rank
 
 
 @dataclass
@@ -330,14 +330,17 @@ def test_coalescing_inflation_scales_memory_time():
     # load: 32 sectors instead of 4; store unchanged -> bytes moved (32 + 4) / (4 + 4) = 4.5x
     assert bad.breakdown["dram_bytes"] / base.breakdown["dram_bytes"] == pytest.approx(4.5)
     assert bad.breakdown["coalescing_inflation"] == pytest.approx(4.5)
-    assert bad.memory_time_s > 4 * base.memory_time_s
+    # one load per thread: the coalesced kernel cannot keep enough bytes in flight (Little's law),
+    # the strided one's wider requests can, so its 4.5x bytes cost somewhat less than 4.5x time
+    assert base.breakdown["mlp_per_warp"] == 1.0 and base.breakdown["f_mem"] < 1.0
+    assert bad.memory_time_s > 2.5 * base.memory_time_s
 
 
 def test_bank_conflicts_serialise_shared_pipe():
     free = estimate(transpose_tiled(pad=1))
     conflicted = estimate(transpose_tiled(pad=0))
     assert conflicted.breakdown["bank_conflict_inflation"] == pytest.approx((32 + 1) / 2)
-    assert conflicted.breakdown["l1_time_s"] > 8 * free.breakdown["l1_time_s"]
+    assert conflicted.breakdown["l1_time_s"] > 4 * free.breakdown["l1_time_s"]
     assert conflicted.breakdown["dram_time_s"] == pytest.approx(free.breakdown["dram_time_s"])
 
 
@@ -443,7 +446,9 @@ def test_divergence_and_barriers_scale_compute():
     assert estimate(measured).compute_time_s == pytest.approx(4 * e0.compute_time_s, rel=1e-6)
 
 
-def test_unknowns_become_stated_assumptions():
+def test_unseen_work_makes_the_time_unknown_never_fast():
+    """Accesses with unknown request counts and unknown FLOPs are not priced at zero: the time is
+    unknown, the counted part is a lower bound, and each gap is named."""
     rep = Report(
         "k",
         (4096, 1, 1),
@@ -458,13 +463,37 @@ def test_unknowns_become_stated_assumptions():
         resources=None,
     )
     e = estimate(rep)
-    text = "\n".join(e.assumptions)
-    assert "registers per thread unknown" in text
-    assert "indirect index" in text and "assumed coalesced" in text
-    assert "unknown request counts left out: line 3" in text
-    assert "bank conflicts unknown" in text
-    assert "FLOP count unknown" in text
-    assert e.time_s > 0
+    assert e.time_s is None and not e.complete and e.status == "unknown"
+    assert e.lower_bound_s > 0
+    gaps = "\n".join(e.unknown)
+    assert "line 3" in gaps and "FLOP count unknown" in gaps
+    worst = "\n".join(e.worst_case)
+    assert "indirect index" in worst and "upper bound" in worst  # counted, priced at its worst
+    assert "bank conflicts unknown" in worst
+    assert "registers per thread unknown" in "\n".join(e.assumptions)
+    m = e.to_measurement()
+    assert m.name == "time_s_lower_bound" and m.details["unknown"]
+
+
+def test_unknown_coalescing_is_an_upper_bound_not_a_guess():
+    known = Report("k", (4096, 1, 1), (256, 1, 1), [GAccess(2, "load", 4, 4, 32768)], flops=0.0)
+    unknown = Report("k", (4096, 1, 1), (256, 1, 1),
+                     [GAccess(2, "load", 4, None, 32768, unknown="indirect index")], flops=0.0)
+    e_known, e_unknown = estimate(known), estimate(unknown)
+    assert e_unknown.status == "upper_bound" and e_unknown.time_s is not None
+    assert e_unknown.time_s > e_known.time_s  # priced as uncoalesced: never faster than the truth
+
+
+def test_rank_puts_unknown_estimates_last():
+    fast = saxpy(threads=256)
+    hole = Report("k", (4096, 1, 1), (256, 1, 1), [GAccess(3, "load", 4, 4, None)], flops=None)
+    assert rank([hole, fast]) == [1, 0]
+
+
+def test_calibration_refuses_incomplete_estimates():
+    hole = Report("k", (4096, 1, 1), (256, 1, 1), [GAccess(3, "load", 4, 4, None)], flops=None)
+    with pytest.raises(CostModelError, match="does not count all its work"):
+        calibrate([(hole, 1e-5), (saxpy(threads=256), 1e-5)])
 
 
 def test_occupancy_from_report_is_used_and_recomputed_for_other_arch():
@@ -478,7 +507,9 @@ def test_occupancy_from_report_is_used_and_recomputed_for_other_arch():
 
 def test_errors_are_clear():
     with pytest.raises(CostModelError, match="neither global traffic"):
-        estimate(Report("empty", (1, 1, 1), (32, 1, 1), flops=None, unknowns=["pointer arithmetic"]))
+        estimate(Report("empty", (1, 1, 1), (32, 1, 1), flops=0.0, unknowns=["pointer arithmetic"]))
+    # nothing counted, but something was not countable: unknown, not an error and not free
+    assert estimate(Report("empty", (1, 1, 1), (32, 1, 1), flops=None)).status == "unknown"
     with pytest.raises(CostModelError, match="cannot run"):
         estimate(
             Report(
@@ -504,7 +535,7 @@ def test_to_measurement_is_estimated_and_round_trips():
     m = e.to_measurement()
     assert m.provenance == "estimated"
     assert (m.name, m.unit, m.value) == ("time_s", "s", e.time_s)
-    assert m.backend == "cost-model-v1:H100-SXM"
+    assert m.backend == "cost-model-v2:H100-SXM"
     assert m.details["bound"] == e.bound
     assert Measurement.from_json(m.to_json()) == m
 

@@ -59,6 +59,18 @@ extern "C" void solve(const float* a, const float* b, float* c, int n) {
 }
 """
 
+# Correct, but its loop sits under a data-dependent, always-true condition: the analysis cannot
+# count its work, so its estimate is unknown on every configuration and it has no objective.
+UNSCORED = HEAD + """__global__ void add_wrapped(const float* a, const float* b, float* c, int n) {
+    if (a[0] == a[0]) {
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) c[i] = a[i] + b[i];
+    }
+}
+extern "C" void solve(const float* a, const float* b, float* c, int n) {
+    add_wrapped<<<(n + 255) / 256, 256>>>(a, b, c, n);
+}
+"""
+
 
 def reply(code: str, plan: str) -> str:
     return f"PLAN: {plan}\n\n```cuda\n{code}```\n"
@@ -83,6 +95,8 @@ class ScriptedModel:
             return reply(WRONG, "grid stride")
         if "(vectorized)" in first:
             return reply(FAST, "restrict pointers, one thread per element")
+        if "(tiled)" in first:
+            return reply(UNSCORED, "guarded grid-stride loop")
         return "I would rather not write code today."
 
 
@@ -97,11 +111,11 @@ def generation(tmp_path_factory, link_build_caches):
         client = LLMClient(ScriptedBackend(model), trace_path=None)
         spec, _ = resolve_generation_task(None, "vector_add")
         thoughts = select_thoughts(default_thoughts(),
-                                   ["straightforward", "grid_stride", "vectorized", "fused"])
+                                   ["straightforward", "grid_stride", "vectorized", "fused", "tiled"])
         events: list[tuple[str, dict]] = []
         store = RunStore(home / "runs.sqlite")
         gen = Generator(client, spec, thoughts=thoughts, store=store,
-                        config=GeneratorConfig(rounds=2, concurrency=4, configs=["small", "odd"]),
+                        config=GeneratorConfig(rounds=2, concurrency=5, configs=["small", "odd"]),
                         on_event=lambda kind, payload: events.append((kind, payload)))
         result = gen.run_sync("add two float vectors element-wise")
         store.close()
@@ -120,6 +134,22 @@ def test_picks_the_correct_fastest_thought(generation):
     assert by["straightforward"].objective > 10 * by["vectorized"].objective
     assert by["grid_stride"].status == "incorrect"
     assert by["fused"].status == "no_code"
+
+
+def test_verified_candidate_without_a_score_ranks_after_the_scored_ones(generation):
+    from veriforge.optiml.generator import _rank
+
+    result, _, _, _ = generation
+    by = {o.thought.name: o for o in result.outcomes}
+    unscored = by["tiled"]
+    assert unscored.status == "verified" and unscored.objective is None and unscored.provenance is None
+    why = unscored.unscored_reason
+    assert why.startswith("config 'small': estimate unknown:") and "a[0] == a[0]" in why and "'odd'" in why
+    assert unscored.rounds[0].unscored_reason == why
+    ranked = [o.thought.name for o in sorted((o for o in result.outcomes if o.verified), key=_rank)]
+    assert ranked == ["vectorized", "straightforward", "tiled"]  # even after the slow scored one
+    # the round's feedback says why: no number was made up
+    assert "Objective (composite): unknown (config 'small': estimate unknown" in unscored.rounds[0].feedback
 
 
 def test_compile_error_is_fed_back_with_line_and_text(generation):
@@ -163,7 +193,9 @@ def test_report_is_json_and_written(generation, tmp_path):
     assert data["winner"] == "vectorized"
     assert {t["thought"]: t["status"] for t in data["thoughts"]} == {
         "straightforward": "verified", "grid_stride": "incorrect", "vectorized": "verified",
-        "fused": "no_code"}
+        "fused": "no_code", "tiled": "verified"}
+    tiled = next(t for t in data["thoughts"] if t["thought"] == "tiled")
+    assert tiled["objective"] is None and "estimate unknown" in tiled["unscored_reason"]
     paths = result.write(tmp_path / "out")
     assert paths["kernel"].read_text() == FAST
     assert (tmp_path / "out" / "thoughts" / "straightforward.cu").read_text() == FIXED_SLOW

@@ -308,7 +308,7 @@ def test_edits_compile_with_nvcc() -> None:
         nvcc_compile(_only_edit(source), arch="sm_90")  # raises when it does not compile
 
 
-def test_bundled_stencil_through_the_evaluator() -> None:
+def test_bundled_stencil_through_the_evaluator(global_load_requests) -> None:
     from veriforge.core.types import Candidate
     from veriforge.cuda.evaluate import evaluate
     from veriforge.cuda.tasks import bundled_tasks, load_task
@@ -321,7 +321,11 @@ def test_bundled_stencil_through_the_evaluator() -> None:
     result = evaluate(spec, Candidate(source=_only_edit(naive), language="cuda"), backend="cpu")
     assert result.correct, result.verdict.reason
     staged, _ = time_of(result.measurements, "estimated")
-    assert base and staged and staged < 0.7 * base  # 7 global reads of x and 7 of w per output are gone
+    # 7 global reads of x and 7 of w per output are gone; L1 caught most of them already, so the
+    # estimate on these small configs may not drop, but it must not rise beyond the barrier's cost
+    big = spec.configs[-1].name
+    assert global_load_requests(spec, _only_edit(naive), big) < 0.3 * global_load_requests(spec, naive, big)
+    assert base and staged and staged < 1.15 * base
 
 
 # ---------------------------------------------------------------------------------------------
@@ -471,7 +475,7 @@ def test_runtime_edits_compile_with_nvcc() -> None:
 
 
 @pytest.mark.parametrize("task", ["conv1d_kernel", "polynomial_eval"])
-def test_bundled_runtime_sized_tasks_through_the_evaluator(task: str) -> None:
+def test_bundled_runtime_sized_tasks_through_the_evaluator(task: str, global_load_requests) -> None:
     from veriforge.core.types import Candidate
     from veriforge.cuda.evaluate import evaluate
     from veriforge.cuda.tasks import bundled_tasks, load_task
@@ -484,4 +488,7 @@ def test_bundled_runtime_sized_tasks_through_the_evaluator(task: str) -> None:
     result = evaluate(spec, Candidate(source=_only_edit(naive), language="cuda"), backend="cpu")
     assert result.correct, result.verdict.reason
     staged, _ = time_of(result.measurements, "estimated")
-    assert base and staged and staged < 0.5 * base  # k (degree + 1) global reads of the table per output are gone
+    # k (degree + 1) global reads of the table per output are gone (L1 served most of them before)
+    big = spec.configs[-1].name
+    assert global_load_requests(spec, _only_edit(naive), big) < 0.5 * global_load_requests(spec, naive, big)
+    assert base and staged and staged < 1.15 * base

@@ -166,4 +166,4 @@ def test_bundled_matmul_through_the_evaluator() -> None:
     result = evaluate(spec, Candidate(source=_only_edit(naive), language="cuda"), backend="cpu")
     assert result.correct, result.verdict.reason
     tiled, _ = time_of(result.measurements, "estimated")
-    assert base and tiled and tiled < 0.3 * base
+    assert base and tiled and tiled < 0.4 * base  # L1 serves part of the naive kernel's reuse too

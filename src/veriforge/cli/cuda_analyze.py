@@ -2,7 +2,10 @@
 
 Prints a readable report (coalescing per global access, bank conflicts, divergent branches,
 barriers, loops, FLOPs/bytes/intensity, resources and occupancy, and every unknown with its
-reason), or the report as JSON with ``--json``. The lead mounts :func:`analyze_cmd` on the
+reason), then the cost model's estimate of the launch on ``--gpu`` (default H100-SXM; ``--no-estimate``
+skips it): the time, or "unknown — lower bound X" with what could not be counted, the status
+(exact / upper_bound / unknown), the bound and any part priced at its worst case. ``--json`` prints
+the report as JSON, with the estimate under ``"estimate"``. The lead mounts :func:`analyze_cmd` on the
 ``cuda`` group; rich and the analysis package are imported inside the command so ``--help``
 stays fast.
 
@@ -18,6 +21,7 @@ from typing import Annotated, Any
 import typer
 
 EXIT_SETUP = 2
+DEFAULT_GPU = "H100-SXM"
 
 
 def _dims(text: str, what: str) -> tuple[int, ...]:
@@ -81,14 +85,29 @@ def analyze_cmd(
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="scalar parameter NAME=VALUE")] = None,
     define: Annotated[list[str] | None, typer.Option("--define", "-D", help="macro NAME[=VALUE]")] = None,
     template: Annotated[list[str] | None, typer.Option("--template", "-t", help="template arg NAME=VALUE")] = None,
-    arch: Annotated[str, typer.Option("--arch", help="target architecture")] = "sm_90",
+    arch: Annotated[str | None, typer.Option(
+        "--arch", help="target architecture (default: the --gpu's, sm_90 without an estimate)")] = None,
     smem: Annotated[int, typer.Option("--smem", help="dynamic shared memory bytes per block")] = 0,
     no_nvcc: Annotated[bool, typer.Option("--no-nvcc", help="skip ptxas (resources/occupancy unknown)")] = False,
+    gpu: Annotated[str, typer.Option("--gpu", help="GPU the cost model estimates the launch's time for")] = DEFAULT_GPU,
+    no_estimate: Annotated[bool, typer.Option("--no-estimate", help="skip the cost-model estimate")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
-    """Static structure analysis of one kernel for one launch (no GPU needed)."""
+    """Static structure analysis of one kernel for one launch (no GPU needed), and the cost model's
+    estimated time of that launch on --gpu."""
     from veriforge.cuda import analysis
     from veriforge.errors import VeriforgeError
+
+    if arch is None:
+        arch = "sm_90"
+        if not no_estimate:
+            from veriforge.cuda.arch import get_gpu
+
+            try:
+                arch = get_gpu(gpu).arch
+            except VeriforgeError as exc:
+                typer.echo(f"error: --gpu: {exc}", err=True)
+                raise typer.Exit(EXIT_SETUP) from exc
 
     try:
         source = file.read_text()
@@ -114,10 +133,60 @@ def analyze_cmd(
     except VeriforgeError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_SETUP) from exc
+    estimate = None if no_estimate else estimate_launch(rep, gpu)
     if as_json:
-        typer.echo(json.dumps(rep.to_dict(), indent=2))
+        data = rep.to_dict()
+        if estimate is not None:
+            data["estimate"] = estimate
+        typer.echo(json.dumps(data, indent=2))
         return
     _print_report(rep, file)
+    if estimate is not None:
+        _print_estimate(estimate)
+
+
+def estimate_launch(rep: Any, gpu: str) -> dict[str, Any]:
+    """The cost model's estimate of the analysed launch (``Estimate.to_dict()`` with ``status``,
+    ``complete``, ``lower_bound_s``, ``unknown`` and ``worst_case``), or ``{"gpu", "error"}`` when
+    the model has nothing to price (the reason)."""
+    from veriforge.cuda import costmodel
+    from veriforge.errors import VeriforgeError
+
+    try:
+        est = costmodel.estimate(rep, gpu)
+    except (VeriforgeError, ValueError) as exc:
+        return {"gpu": gpu, "status": "unknown", "time_s": None, "error": str(exc)}
+    out = est.to_dict()
+    out["provenance"] = "estimated"
+    out["model"] = costmodel.MODEL_VERSION
+    return out
+
+
+def _us(t: float) -> str:
+    return f"{t * 1e6:.2f} µs" if t < 1e-3 else f"{t * 1e3:.3f} ms"
+
+
+def _print_estimate(est: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(highlight=False, width=max(Console().width, 120))
+    head = f"[bold]estimate[/] ({escape(str(est.get('model', 'cost model')))}, {escape(str(est.get('gpu')))}): "
+    if est.get("error"):
+        console.print(head + f"unknown — {escape(str(est['error']))}", soft_wrap=True)
+        return
+    if est.get("time_s") is not None:
+        console.print(head + f"{_us(est['time_s'])}  status {est.get('status')}  bound {est.get('bound')}",
+                      soft_wrap=True)
+    else:
+        lb = est.get("lower_bound_s")
+        bound = f" — lower bound {_us(lb)}" if isinstance(lb, int | float) else ""
+        console.print(head + f"unknown{bound}  status {est.get('status')}  bound {est.get('bound')} (counted work)",
+                      soft_wrap=True)
+    for u in est.get("unknown") or []:
+        console.print(f"  unknown: {escape(str(u))}", soft_wrap=True)
+    for w in est.get("worst_case") or []:
+        console.print(f"  worst case: {escape(str(w))}", soft_wrap=True)
 
 
 def _print_report(rep: Any, file: Path) -> None:

@@ -66,10 +66,16 @@ def eval_cmd(
             typer.echo(f"  {r.config:<14} {'ok' if r.passed else 'FAIL':<5} {err}  {r.message}".rstrip())
         if v.reason:
             typer.echo(f"reason: {v.reason}")
+        estimate = res.details.get("estimate")
         for m in res.measurements:
+            if m.name != "time_s" or (estimate and m.provenance == "estimated"):
+                continue  # estimated times are printed per configuration below, with their status
             typer.echo(f"  time[{m.details.get('config', '')}] = {m.value * 1e6:.2f} us  ({m.provenance}, {m.backend})")
-        for note in res.details.get("estimate_notes", []):
-            typer.echo(f"  note: {note}")
+        if estimate:
+            _print_estimate(estimate)
+        else:
+            for note in res.details.get("estimate_notes", []):
+                typer.echo(f"  note: {note}")
         iso = res.details.get("isolation")
         if iso:
             missing = "; ".join(iso.get("missing") or [])
@@ -78,3 +84,27 @@ def eval_cmd(
         if "input_secret" in res.details:
             typer.echo(f"inputs: secret {res.details['input_secret']} (reproduce with the Python API: secret=…)")
     raise typer.Exit(0 if res.verdict.correct else 1)
+
+
+def _print_estimate(estimate: dict) -> None:
+    """Each configuration's estimated time (or unknown, with a lower bound), status and reasons."""
+    configs = estimate.get("configs") or {}
+    order = [n for n in estimate.get("config_names") or [] if n in configs]
+    configs = {n: configs[n] for n in order + [n for n in configs if n not in order]}
+    head = f"estimate ({estimate.get('model')}, {estimate.get('gpu')}): {estimate.get('status')}"
+    if not estimate.get("complete"):
+        missing = [n for n, c in configs.items() if c.get("time_s") is None]
+        head += f" — no estimated score: unknown on {', '.join(missing)}"
+    typer.echo(head)
+    for name, c in configs.items():
+        if c.get("time_s") is not None:
+            value = f"{c['time_s'] * 1e6:.2f} us"
+        else:
+            lb = c.get("lower_bound_s")
+            value = "unknown" + (f" — lower bound {lb * 1e6:.2f} us" if lb is not None else "")
+        launches = len(c.get("launches") or [])
+        typer.echo(f"  time[{name}] = {value}  (estimated, {c.get('status')}, {launches} launch(es))")
+        for u in c.get("unknown") or []:
+            typer.echo(f"      unknown: {u}")
+        for w in c.get("worst_case") or []:
+            typer.echo(f"      worst case: {w}")

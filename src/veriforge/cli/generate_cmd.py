@@ -145,6 +145,8 @@ def _print_generation(result: Any) -> None:
     for o in result.outcomes:
         mark = "*" if o.thought.name == result.winner else " "
         obj = f"{o.objective:.4g} ({o.provenance})" if o.objective is not None else "-"
+        if o.objective is None and o.unscored_reason:
+            obj = f"none: {o.unscored_reason}"[:300]
         typer.echo(f" {mark} {o.thought.name:<16} {o.status:<14} turns {len(o.rounds)}  objective {obj}")
     if result.winner:
         typer.echo(f"winning thought: {result.winner} (objective: {result.objective_name})")
@@ -177,13 +179,19 @@ def _optimize(kernel: Path, spec: Any, client: Any, store: Any, budget: int, bac
         result = optimize(kernel, task=spec.folder, settings=settings, store=store, progress=progress,
                           proposers=proposers_with_model(client, spec))
     paths = write_outputs(result, out_dir)
+    tree = result.tree_json()
+    best_estimate = tree.get("best_estimate") or {}
     info = {"start_time_s": result.start_time, "best_time_s": result.best_time,
             "speedup": result.speedup, "provenance": settings.provenance,
+            "estimate_status": best_estimate.get("status"), "unscored": tree.get("unscored") or [],
             "evaluations": result.evaluator_calls, "files": {k: str(v) for k, v in paths.items()}}
     if not quiet:
+        status = f", estimate {best_estimate['status']}" if best_estimate.get("status") else ""
         typer.echo(f"OptiML-X: {result.start_time:.4g} s -> {result.best_time:.4g} s "
-                   f"({settings.provenance}), "
+                   f"({settings.provenance}{status}), "
                    f"speedup {result.speedup:.2f}x after {result.evaluator_calls} evaluations")
+        for u in info["unscored"][:5]:
+            typer.echo(f"  verified, no score: #{u['id']}: {u['reason']}"[:400])
         for what, path in paths.items():
             typer.echo(f"{what:>7}: {path}")
     return info

@@ -29,6 +29,19 @@ def _fmt_time(t: float) -> str:
     return f"{t * 1e6:.2f} µs" if t < 1e-3 else f"{t * 1e3:.3f} ms"
 
 
+def _status(estimate: dict[str, Any] | None) -> str:
+    return str((estimate or {}).get("status") or "–")
+
+
+def estimate_lines(estimate: dict[str, Any] | None) -> list[str]:
+    """The worst-case and unknown parts of an estimate, one line each (per configuration)."""
+    lines = []
+    for name, rec in ((estimate or {}).get("configs") or {}).items():
+        lines += [f"[{name}] worst case: {w}" for w in rec.get("worst_case") or []]
+        lines += [f"[{name}] unknown: {u}" for u in rec.get("unknown") or []]
+    return lines[:10]
+
+
 def optimize_cmd(
     target: Annotated[str | None, typer.Argument(
         help="KERNEL.cu (with --task unless it lives in a task folder) or a task id/folder; "
@@ -113,9 +126,19 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
     table.add_row("verified configs", ", ".join(start.get("verified_configs") or []),
                   ", ".join(best.get("verified_configs") or []))
     table.add_row("bottleneck", str(start.get("bottleneck", "")), str(best.get("bottleneck", "")))
+    if prov == "estimated":
+        table.add_row("estimate status", _status(start.get("estimate")), _status(best.get("estimate")))
     console.print(table)
+    for line in estimate_lines(best.get("estimate")):
+        console.print(f"  best: {line}", markup=False, highlight=False)
     st = result.search.stats
     console.print(f"{st.unique_evaluations} kernels evaluated ({st.accepted} accepted, {st.rejected} rejected), "
                   f"run {result.search.run_id}")
+    unscored = result.tree_json().get("unscored") or []
+    if unscored:
+        console.print(f"{len(unscored)} verified kernel(s) without a score (ranked after every scored one):",
+                      markup=False, highlight=False)
+        for u in unscored[:5]:
+            console.print(f"  #{u['id']}: {u['reason']}"[:400], markup=False, highlight=False)
     for what, path in paths.items():
         console.print(f"{what:>7}: {path}")

@@ -170,7 +170,7 @@ class Measurement(_Model):
 
     ``provenance`` is mandatory and restricted to :data:`Provenance`, so no code path can produce a
     timing without saying whether it was measured, emulated or estimated; ``backend`` names the
-    exact producer (e.g. ``"gpu:H100"``, ``"cpu-runtime"``, ``"cost-model-v1"``).
+    exact producer (e.g. ``"gpu:H100"``, ``"cpu-runtime"``, ``"cost-model-v2"``).
     """
 
     name: str

@@ -10,7 +10,8 @@ came from:
   ``cuda_occupancy.h`` hard-codes per compute capability (max blocks/SM, register and shared-memory
   allocation granularity, sub-partitions, the shared-memory carveout sizes, the barrier budget,
   virtual resources) are copied from that header; ``tests/cuda/test_arch.py`` checks them against
-  the header itself when it is installed.
+  the header itself when it is installed. The unified L1 + shared-memory size per SM comes from the
+  per-architecture tuning guides.
 * :class:`GPU` — per product: SM count, boost clock, DRAM bandwidth, L2, peak FP32 and dense tensor
   FP16/BF16 rates, each with the datasheet / whitepaper it came from.
 
@@ -77,6 +78,13 @@ class Arch:
     smem_carveouts: tuple[int, ...]  # cudaOccAlignUpShmemSizeVoltaPlus: the L1/shared split sizes
     barrier_slots_per_block: int  # cudaOccMaxBlocksPerSMBlockBarrierLimit: barriers = blocks/SM * this
     fp32_lanes_per_sm: int  # FP32 FMA units per SM (peak FP32 = SMs * lanes * 2 * clock)
+    # Combined L1 data cache + shared memory per SM (the unified data cache the carveout splits):
+    # Volta 128 KB and Turing 96 KB (Volta / Turing tuning guides), GA100 and Orin 192 KB, GA10x
+    # and Ada 128 KB (Ampere / Ada tuning guides; Programming Guide, compute capability 8.x),
+    # Hopper 256 KB (Hopper tuning guide), B200 256 KB "as Hopper" (Blackwell tuning guide),
+    # GB20x 128 KB (RTX Blackwell GPU architecture whitepaper: 128 KB L1/shared per SM).
+    # The L1 left for caching is this minus the shared-memory carveout.
+    l1_smem_per_sm: int
     virtual_resources_per_sm: int = 0  # cudaOccMaxVirtualResourceCountPerSM (Blackwell: 128)
     warp_size: int = 32
     max_threads_per_block: int = 1024
@@ -132,42 +140,42 @@ _HOPPER_CARVEOUTS = (*_GA100_CARVEOUTS, 196 * KB, 228 * KB)
 _ARCH_LIST = (
     Arch("sm_70", 7, 0, "Volta", max_threads_per_sm=2048, max_blocks_per_sm=32, smem_per_sm=96 * KB,
          smem_per_block_optin=96 * KB, smem_reserved_per_block=0, smem_alloc_granularity=256,
-         smem_carveouts=_VOLTA_CARVEOUTS, barrier_slots_per_block=2, fp32_lanes_per_sm=64),
+         smem_carveouts=_VOLTA_CARVEOUTS, barrier_slots_per_block=2, fp32_lanes_per_sm=64, l1_smem_per_sm=128 * KB),
     Arch("sm_72", 7, 2, "Volta (Xavier)", max_threads_per_sm=2048, max_blocks_per_sm=32,
          smem_per_sm=96 * KB, smem_per_block_optin=96 * KB, smem_reserved_per_block=0,
          smem_alloc_granularity=256, smem_carveouts=_VOLTA_CARVEOUTS, barrier_slots_per_block=2,
-         fp32_lanes_per_sm=64),
+         fp32_lanes_per_sm=64, l1_smem_per_sm=128 * KB),
     Arch("sm_75", 7, 5, "Turing", max_threads_per_sm=1024, max_blocks_per_sm=16, smem_per_sm=64 * KB,
          smem_per_block_optin=64 * KB, smem_reserved_per_block=0, smem_alloc_granularity=256,
-         smem_carveouts=_TURING_CARVEOUTS, barrier_slots_per_block=2, fp32_lanes_per_sm=64),
+         smem_carveouts=_TURING_CARVEOUTS, barrier_slots_per_block=2, fp32_lanes_per_sm=64, l1_smem_per_sm=96 * KB),
     Arch("sm_80", 8, 0, "Ampere (GA100)", max_threads_per_sm=2048, max_blocks_per_sm=32,
          smem_per_sm=164 * KB, smem_per_block_optin=163 * KB, smem_reserved_per_block=1 * KB,
          smem_alloc_granularity=128, smem_carveouts=_GA100_CARVEOUTS, barrier_slots_per_block=2,
-         fp32_lanes_per_sm=64),
+         fp32_lanes_per_sm=64, l1_smem_per_sm=192 * KB),
     Arch("sm_86", 8, 6, "Ampere (GA10x)", max_threads_per_sm=1536, max_blocks_per_sm=16,
          smem_per_sm=100 * KB, smem_per_block_optin=99 * KB, smem_reserved_per_block=1 * KB,
          smem_alloc_granularity=128, smem_carveouts=_GA10X_CARVEOUTS, barrier_slots_per_block=1,
-         fp32_lanes_per_sm=128),
+         fp32_lanes_per_sm=128, l1_smem_per_sm=128 * KB),
     Arch("sm_87", 8, 7, "Ampere (Orin)", max_threads_per_sm=1536, max_blocks_per_sm=16,
          smem_per_sm=164 * KB, smem_per_block_optin=163 * KB, smem_reserved_per_block=1 * KB,
          smem_alloc_granularity=128, smem_carveouts=_GA100_CARVEOUTS, barrier_slots_per_block=1,
-         fp32_lanes_per_sm=128),
+         fp32_lanes_per_sm=128, l1_smem_per_sm=192 * KB),
     Arch("sm_89", 8, 9, "Ada Lovelace", max_threads_per_sm=1536, max_blocks_per_sm=24,
          smem_per_sm=100 * KB, smem_per_block_optin=99 * KB, smem_reserved_per_block=1 * KB,
          smem_alloc_granularity=128, smem_carveouts=_GA10X_CARVEOUTS, barrier_slots_per_block=1,
-         fp32_lanes_per_sm=128),
+         fp32_lanes_per_sm=128, l1_smem_per_sm=128 * KB),
     Arch("sm_90", 9, 0, "Hopper", max_threads_per_sm=2048, max_blocks_per_sm=32, smem_per_sm=228 * KB,
          smem_per_block_optin=227 * KB, smem_reserved_per_block=1 * KB, smem_alloc_granularity=128,
-         smem_carveouts=_HOPPER_CARVEOUTS, barrier_slots_per_block=2, fp32_lanes_per_sm=128,
+         smem_carveouts=_HOPPER_CARVEOUTS, barrier_slots_per_block=2, fp32_lanes_per_sm=128, l1_smem_per_sm=256 * KB,
          occupancy_barrier_limit=True),
     Arch("sm_100", 10, 0, "Blackwell (B100/B200)", max_threads_per_sm=2048, max_blocks_per_sm=32,
          smem_per_sm=228 * KB, smem_per_block_optin=227 * KB, smem_reserved_per_block=1 * KB,
          smem_alloc_granularity=128, smem_carveouts=_HOPPER_CARVEOUTS, barrier_slots_per_block=2,
-         fp32_lanes_per_sm=128, virtual_resources_per_sm=128, occupancy_barrier_limit=True),
+         fp32_lanes_per_sm=128, l1_smem_per_sm=256 * KB, virtual_resources_per_sm=128, occupancy_barrier_limit=True),
     Arch("sm_120", 12, 0, "Blackwell (GB20x, RTX 50)", max_threads_per_sm=1536, max_blocks_per_sm=24,
          smem_per_sm=100 * KB, smem_per_block_optin=99 * KB, smem_reserved_per_block=1 * KB,
          smem_alloc_granularity=128, smem_carveouts=_GA10X_CARVEOUTS, barrier_slots_per_block=1,
-         fp32_lanes_per_sm=128, virtual_resources_per_sm=128, occupancy_barrier_limit=True),
+         fp32_lanes_per_sm=128, l1_smem_per_sm=128 * KB, virtual_resources_per_sm=128, occupancy_barrier_limit=True),
 )
 
 ARCHS: dict[str, Arch] = {a.name: a for a in _ARCH_LIST}
@@ -209,12 +217,38 @@ _GPU_LIST = (
     GPU("V100-SXM2", "sm_70", 80, 1530, 32, 900, 6 * MB, 15.7, 125.0, None,
         "NVIDIA Tesla V100 GPU Architecture whitepaper (WP-08608-001 v1.1), Table 1; Tesla V100 datasheet",
         aliases=("V100", "Tesla V100-SXM2-32GB", "Tesla V100-SXM2-16GB", "V100-SXM2-32GB", "V100-SXM2-16GB")),
+    GPU("T4", "sm_75", 40, 1590, 16, 320, 4 * MB, 8.1, 65.0, None,
+        "NVIDIA Turing GPU Architecture whitepaper (WP-09183-001), Appendix A (Tesla T4); NVIDIA T4 datasheet: "
+        "8.1 TFLOPS FP32, 65 TFLOPS mixed-precision FP16/FP32 tensor; Turing tensor cores have no BF16",
+        aliases=("Tesla T4", "T4-16GB")),
     GPU("A100-SXM4-40GB", "sm_80", 108, 1410, 40, 1555, 40 * MB, 19.5, 312.0, 312.0,
         "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), Table 1; NVIDIA A100 datasheet",
         aliases=("A100-40GB", "A100-SXM-40GB")),
     GPU("A100-SXM4-80GB", "sm_80", 108, 1410, 80, 2039, 40 * MB, 19.5, 312.0, 312.0,
         "NVIDIA A100 80GB datasheet (SXM: 2,039 GB/s HBM2e); A100 architecture whitepaper, Table 1",
         aliases=("A100", "A100-80GB", "A100-SXM-80GB", "A100-SXM")),
+    GPU("A100-PCIe-80GB", "sm_80", 108, 1410, 80, 1935, 40 * MB, 19.5, 312.0, 312.0,
+        "NVIDIA A100 80GB datasheet (PCIe: 1,935 GB/s HBM2e); A100 architecture whitepaper, Table 1",
+        aliases=("A100 PCIe", "A100-PCIe", "A100 80GB PCIe", "A100-PCIE-80GB")),
+    GPU("A100-PCIe-40GB", "sm_80", 108, 1410, 40, 1555, 40 * MB, 19.5, 312.0, 312.0,
+        "NVIDIA A100 PCIe 40GB datasheet (1,555 GB/s HBM2); A100 architecture whitepaper, Table 1",
+        aliases=("A100-PCIE-40GB", "A100 40GB PCIe")),
+    GPU("RTX-A6000", "sm_86", 84, 1800, 48, 768, 6 * MB, 38.7, 154.8, 154.8,
+        "NVIDIA Ampere GA102 GPU Architecture whitepaper v2.0, Appendix C (RTX A6000): FP16 and BF16 tensor "
+        "154.8 TFLOPS dense with FP32 accumulate (309.7 sparse; professional parts run it at full rate); "
+        "NVIDIA RTX A6000 datasheet",
+        aliases=("RTX A6000", "A6000", "RTXA6000")),
+    GPU("RTX-3090", "sm_86", 82, 1695, 24, 936, 6 * MB, 35.6, 71.0, 71.0,
+        "NVIDIA Ampere GA102 GPU Architecture whitepaper v2.0, Appendix A (GeForce RTX 3090): FP16 tensor "
+        "71 TFLOPS dense with FP32 accumulate (142 with FP16 accumulate), BF16 71",
+        aliases=("3090", "GeForce RTX 3090", "RTX3090")),
+    GPU("A10G", "sm_86", 80, 1710, 24, 600, 6 * MB, 35.0, 70.0, 70.0,
+        "AWS-only GA102 part (EC2 G5); no NVIDIA datasheet or whitepaper entry. 80 SMs as the device "
+        "reports them, 1710 MHz max SM clock as nvidia-smi reports it on G5; FP32 = 80 x 128 x 2 x 1.71 GHz "
+        "= 35.0; FP16/BF16 tensor 70 TFLOPS dense as AWS quotes it for G5 (half the A10's per-SM tensor "
+        "rate: the A10 datasheet's 125 does not apply); 24 GB GDDR6 at 600 GB/s and 6 MB L2 as the A10 "
+        "(NVIDIA A10 datasheet)",
+        aliases=("A10G-24GB",)),
     GPU("L4", "sm_89", 58, 2040, 24, 300, 48 * MB, 30.3, 121.0, 121.0,
         "NVIDIA L4 Tensor Core GPU datasheet (2023); Ada GPU architecture whitepaper"),
     GPU("L40S", "sm_89", 142, 2520, 48, 864, 96 * MB, 91.6, 362.05, 362.05,
@@ -231,10 +265,41 @@ _GPU_LIST = (
         "NVIDIA H100 Tensor Core GPU datasheet; NVIDIA H100 Tensor Core GPU Architecture whitepaper "
         "(Hopper), Table 3: H100 PCIe",
         aliases=("H100 PCIe", "H100-PCIE-80GB")),
+    GPU("H100-NVL", "sm_90", 132, 1785, 94, 3900, 50 * MB, 60.0, 835.5, 835.5,
+        "NVIDIA H100 Tensor Core GPU datasheet, H100 NVL column (per GPU; earlier editions listed the "
+        "two-card pair): 94 GB HBM3 at 3.9 TB/s, FP32 60 TFLOPS, FP16/BF16 tensor 1,671 sparse = 835.5 dense. "
+        "1785 MHz is the max SM clock the card reports (not in the datasheet); 132 x 128 x 2 x 1.785 GHz "
+        "= 60.3, the datasheet rounds to 60",
+        aliases=("H100 NVL", "H100-NVL-94GB")),
     GPU("H200", "sm_90", 132, 1980, 141, 4800, 50 * MB, 66.9, 989.4, 989.4,
         "NVIDIA H200 Tensor Core GPU datasheet (2024): H200 SXM, 141 GB HBM3e at 4.8 TB/s; "
         "compute as H100 SXM5",
         aliases=("H200-SXM", "H200 SXM", "H200-141GB")),
+    GPU("H20", "sm_90", 78, 1980, 96, 4000, 60 * MB, 39.5, 148.0, 148.0,
+        "NVIDIA HGX H20 product brief (export-compliant Hopper): 96 GB HBM3 at 4.0 TB/s, 60 MB L2, "
+        "FP16/BF16 tensor 148 TFLOPS dense (296 sparse). FP32 differs: NVIDIA quotes 44 TFLOPS, but the part "
+        "has 78 SMs (as the device reports) and 78 x 128 x 2 x 1.98 GHz = 39.5, which is used here; 1980 MHz "
+        "is assumed from the other Hopper SXM parts (the brief gives no clock)",
+        aliases=("H20-96GB", "HGX H20")),
+    GPU("B200", "sm_100", 148, 1965, 180, 8000, int(126.5 * MB), 75.0, 2250.0, 2250.0,
+        "NVIDIA HGX B200 datasheet (2025, per GPU of 8): 180 GB HBM3e, 8 TB/s, FP32 75 TFLOPS (early 2024 "
+        "B200 material said 80), FP16/BF16 tensor 4.5 PFLOPS sparse = 2,250 dense; Blackwell tuning guide: "
+        "126 MB L2 (the device reports 126.5 MB and 148 SMs). 1965 MHz is the max SM clock the device reports; "
+        "148 x 128 x 2 x 1.965 GHz = 74.4. Drivers report a 7680-bit bus at 3996 MHz, i.e. 7.67 TB/s, below "
+        "the datasheet's 8",
+        aliases=("B200-SXM", "HGX B200", "DGX B200", "B200-180GB")),
+    GPU("GB200", "sm_100", 152, 2062, 186, 8000, int(126.5 * MB), 80.0, 2500.0, 2500.0,
+        "NVIDIA GB200 NVL72 datasheet / Blackwell architecture technical brief, Table 2, rack figures / 72 "
+        "(per GPU): 186 GB HBM3e (13.4 TB / 72; earlier editions 192 GB), 8 TB/s, FP32 80 TFLOPS, FP16/BF16 "
+        "tensor 5 PFLOPS sparse = 2,500 dense. The Grace-Blackwell GPU enables 152 SMs (B200: 148) and "
+        "runs up to 2062 MHz (both as the device reports them, not in the datasheet): 152 x 128 x 2 x 2.062 GHz "
+        "= 80.2. L2 as B200",
+        aliases=("GB200 NVL72", "GB200-NVL72", "GB200-186GB")),
+    GPU("RTX-5090", "sm_120", 170, 2407, 32, 1792, 96 * MB, 104.8, 209.5, 209.5,
+        "NVIDIA RTX Blackwell GPU Architecture whitepaper, Appendix (GeForce RTX 5090): 170 SMs, 2407 MHz boost, "
+        "32 GB GDDR7 at 1,792 GB/s, 96 MB L2, FP32 104.8 TFLOPS, FP16/BF16 tensor 209.5 TFLOPS dense with "
+        "FP32 accumulate (419 with FP16 accumulate; the 838 in NVIDIA's product page is FP16-accumulate sparse)",
+        aliases=("5090", "GeForce RTX 5090", "RTX5090")),
 )
 
 
@@ -245,11 +310,22 @@ def _norm_gpu(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", s)
 
 
+def _build_gpu_index(gpus: tuple[GPU, ...]) -> dict[str, GPU]:
+    """Normalized name/alias -> GPU. Two products claiming the same spelling is a table bug: a lookup
+    would silently return whichever came last, so it fails at import instead."""
+    index: dict[str, GPU] = {}
+    for g in gpus:
+        for alias in (g.name, *g.aliases):
+            key = _norm_gpu(alias)
+            other = index.get(key)
+            if other is not None and other is not g:
+                raise ValueError(f"GPU alias {alias!r} ({key!r}) names both {other.name} and {g.name}")
+            index[key] = g
+    return index
+
+
 GPUS: dict[str, GPU] = {g.name: g for g in _GPU_LIST}
-_GPU_INDEX: dict[str, GPU] = {}
-for _g in _GPU_LIST:
-    for _alias in (_g.name, *_g.aliases):
-        _GPU_INDEX[_norm_gpu(_alias)] = _g
+_GPU_INDEX: dict[str, GPU] = _build_gpu_index(_GPU_LIST)
 
 _ARCH_CACHE: dict[Any, Arch] = {}
 _ARCH_RE = re.compile(r"^(?:sm|compute|arch)?[_\-]?(\d+)([af]?)$")

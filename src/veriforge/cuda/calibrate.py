@@ -397,6 +397,9 @@ def _pair_one(out: _Collected, m: Any, spec: TaskSpec, source: str, cand_hash: s
     except CostModelError as exc:
         out.skipped.append(f"{here}: the model cannot price the launch: {exc}")
         return
+    if q.uncovered:
+        out.skipped.append(f"{here}: the analysis does not count all the launch's work: {'; '.join(q.uncovered)}")
+        return
     out.inputs.append(q)
     out.measured.append(float(m.value) / len(launches))
     out.meta.append((spec.id, cand_hash, str(config), q.kernel, len(launches)))
@@ -404,7 +407,7 @@ def _pair_one(out: _Collected, m: Any, spec: TaskSpec, source: str, cand_hash: s
 
 def _log_errors(inputs: Sequence[CostInputs], measured: Sequence[float], g: GPU, c: CostConstants
                 ) -> tuple[list[float], list[float]]:
-    est = [estimate(q, g, constants=c).time_s for q in inputs]
+    est = [estimate(q, g, constants=c).lower_bound_s for q in inputs]  # inputs are complete: exact
     return est, [math.log(e / t) for e, t in zip(est, measured, strict=True)]
 
 

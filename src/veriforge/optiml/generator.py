@@ -13,8 +13,10 @@ turns. Thoughts run concurrently (model calls on the event loop, evaluations in 
 The winner is the verified candidate with the best objective: by default the composite objective
 of :mod:`veriforge.optiml.objective` (runtime estimated by the cost model on the CPU back-end, or
 measured on a GPU, nudged by bottleneck proxies) — the same number OptiML-X then minimises. A
-verified candidate without a time of that provenance has no objective and ranks after every
-candidate that has one; numbers of different provenances are never compared. Every thought's
+verified candidate without a time of that provenance on *every* configuration (e.g. an estimate
+left unknown because the analysis could not count some of its work) has no objective, ranks after
+every candidate that has one and keeps the reason (``unscored_reason``); numbers of different
+provenances are never compared. Every thought's
 outcome is reported, not just the winner's.
 
 Natural-language input: a description alone cannot be verified — there is no reference to check
@@ -65,6 +67,7 @@ __all__ = [
     "generate",
     "resolve_client",
     "resolve_generation_task",
+    "unscored_reason",
 ]
 
 log = logging.getLogger(__name__)
@@ -123,11 +126,13 @@ class RoundRecord:
     objective: float | None = None
     provenance: str | None = None
     seconds: float = 0.0
+    unscored_reason: str | None = None  # verified but no objective: why (e.g. an estimate unknown)
 
     def to_dict(self) -> dict[str, Any]:
         return {"turn": self.turn, "status": self.status, "feedback": self.feedback,
                 "candidate_hash": self.candidate_hash, "objective": self.objective,
-                "provenance": self.provenance, "seconds": round(self.seconds, 4)}
+                "provenance": self.provenance, "unscored_reason": self.unscored_reason,
+                "seconds": round(self.seconds, 4)}
 
 
 @dataclass
@@ -144,6 +149,7 @@ class ThoughtOutcome:
     error: str = ""
     eval_result: dict[str, Any] | None = None
     trajectory: dict[str, Any] | None = None
+    unscored_reason: str | None = None  # verified without an objective: why; ranks after scored ones
 
     @property
     def verified(self) -> bool:
@@ -158,6 +164,7 @@ class ThoughtOutcome:
             "verified": self.verified,
             "objective": self.objective,
             "provenance": self.provenance,
+            "unscored_reason": self.unscored_reason,
             "plan": self.plan,
             "rounds": [r.to_dict() for r in self.rounds],
             "error": self.error,
@@ -232,14 +239,28 @@ class GenerationResult:
 
 
 def estimated_time_objective(res: EvalResult) -> tuple[float | None, str | None]:
-    """Total ``time_s`` over the task's configurations: estimated if every config has an
-    estimate, else measured/emulated by the same rule (never a mix of provenances)."""
+    """Total ``time_s`` over the task's configurations of the first provenance (measured,
+    estimated, emulated) that has a time for every configuration (never a mix of provenances,
+    never a subset of the configurations)."""
+    from veriforge.optiml.objective import score_time
+
+    configs = [r.config for r in res.verdict.results]
     for provenance in PROVENANCE_ORDER:
-        times = [m.value for m in res.measurements if m.name == "time_s" and m.provenance == provenance]
-        configs = {m.details.get("config") for m in res.measurements if m.name == "time_s"}
-        if times and len(times) >= len(configs):
-            return float(sum(times)), provenance
+        ts = score_time(res.measurements, provenance, configs, res.details.get("estimate"))
+        if ts.time_s is not None:
+            return float(sum(ts.config_times.values())), provenance
     return None, None
+
+
+def unscored_reason(res: EvalResult, backend: str = "cpu") -> str:
+    """Why a verified result has no objective: the configurations without a time of the back-end's
+    provenance, with the estimate's reasons (what could not be counted)."""
+    from veriforge.optiml.objective import no_score_reason, provenance_for_backend
+
+    provenance = provenance_for_backend(backend)
+    why = no_score_reason(res.measurements, provenance, [r.config for r in res.verdict.results],
+                          res.details.get("estimate"))
+    return why or "the objective gave no value"
 
 
 def default_objective(backend: str = "cpu") -> tuple[ObjectiveFn, str]:
@@ -253,7 +274,9 @@ def default_objective(backend: str = "cpu") -> tuple[ObjectiveFn, str]:
     provenance = provenance_for_backend(backend)
 
     def objective(res: EvalResult) -> tuple[float | None, str | None]:
-        value = composite_objective(res.measurements, res.features, provenance)
+        value = composite_objective(res.measurements, res.features, provenance,
+                                    configs=[r.config for r in res.verdict.results],
+                                    estimate=res.details.get("estimate"))
         return (value.value, provenance) if value is not None else (None, None)
 
     return objective, "composite"
@@ -424,7 +447,8 @@ class Generator:
                 records.append(RoundRecord(turn=len(replies) - 1, status="repeat",
                                            candidate_hash=proposal.hash,
                                            feedback=f"same candidate as turn {earlier.turn + 1}",
-                                           objective=earlier.objective, provenance=earlier.provenance))
+                                           objective=earlier.objective, provenance=earlier.provenance,
+                                           unscored_reason=earlier.unscored_reason))
             return proposal
 
         async def verify(p: _Proposal) -> Any:
@@ -446,6 +470,7 @@ class Generator:
             thought=thought, status=status, source=best.source if best.has_code else None, plan=best.plan,
             objective=v.details.get("objective") if v is not None else None,
             provenance=v.details.get("provenance") if v is not None else None,
+            unscored_reason=v.details.get("unscored_reason") if v is not None else None,
             rounds=records, eval_result=res.to_dict() if res is not None else None,
             trajectory=run.trajectory.model_dump(mode="json"),
             error="" if status == "verified" else (v.feedback if v is not None else ""),
@@ -497,13 +522,15 @@ class Generator:
             return Verification(ok=False, feedback=feedback_message(body, spec.entry),
                                 details={"status": status}, verdict=verdict)
         value, provenance = self.objective(res)
-        shown = f"{value:.4g}" if value is not None else "unknown"
+        why = unscored_reason(res, self.config.backend) if value is None else None
+        shown = f"{value:.4g}" if value is not None else f"unknown ({why})"
         feedback = f"Verified correct on every configuration. Objective ({self.objective_name}): {shown}" + \
             (f" ({provenance})" if provenance else "")
-        record("verified", feedback, objective=value, provenance=provenance)
+        record("verified", feedback, objective=value, provenance=provenance, unscored_reason=why)
         score = -math.log(value) if value is not None and value > 0 else None
         return Verification(ok=True, score=score, feedback=feedback, verdict=verdict,
-                            details={"status": "verified", "objective": value, "provenance": provenance})
+                            details={"status": "verified", "objective": value, "provenance": provenance,
+                                     "unscored_reason": why})
 
 
 def generate(task: str | Path | TaskSpec, *, request: str | None = None, model: str | None = None,

@@ -8,6 +8,12 @@ back-end. A search fixes its provenance at the start and never mixes them: a can
 time of that provenance is rejected, not scored with another kind of number. The CPU runtime's
 ``emulated`` wall time is never an objective (it says nothing about a GPU).
 
+Every configuration counts: when any configuration of the candidate lacks a time of the search's
+provenance (typically an *estimate unknown* because the analysis could not count some work),
+the candidate has no score — never a mean over the configurations that happen to have a time,
+which would make a candidate whose large configuration is unknown look faster than it is.
+:func:`score_time` says which configurations are missing and why (:attr:`TimeScore.reason`).
+
 Each penalty is a fraction in [0, 1] computed from the shared feature vocabulary
 (:mod:`veriforge.cuda.features`):
 
@@ -35,8 +41,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["PROVENANCES", "ObjectiveValue", "ObjectiveWeights", "composite_objective", "penalties",
-           "provenance_for_backend", "time_of"]
+__all__ = ["PROVENANCES", "ObjectiveValue", "ObjectiveWeights", "TimeScore", "composite_objective",
+           "no_score_reason", "penalties", "provenance_for_backend", "score_time", "time_of"]
 
 PROVENANCES = ("measured", "estimated")
 
@@ -108,30 +114,105 @@ def penalties(features: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def time_of(measurements: Any, provenance: str) -> tuple[float | None, dict[str, float]]:
-    """Geometric mean of the per-configuration ``time_s`` of ``provenance`` (None if there is none)."""
+def _get(m: Any, name: str) -> Any:
+    return m.get(name) if isinstance(m, Mapping) else getattr(m, name, None)
+
+
+@dataclass(frozen=True)
+class TimeScore:
+    """The time part of the objective: the geometric mean when every configuration has a time of
+    the provenance, else ``time_s`` None and ``missing`` (config → why) says what is lacking."""
+
+    time_s: float | None
+    config_times: dict[str, float] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    provenance: str = ""
+
+    @property
+    def reason(self) -> str | None:
+        """Why there is no score (None when there is one)."""
+        if self.time_s is not None:
+            return None
+        if not self.missing:
+            return f"no {self.provenance} time"
+        return "; ".join(f"config {name!r}: {why}" for name, why in self.missing.items())
+
+
+def _why_missing(name: str, provenance: str, measurements: list[Any], estimate: Mapping[str, Any] | None) -> str:
+    rec = ((estimate or {}).get("configs") or {}).get(name) if provenance == "estimated" else None
+    if isinstance(rec, Mapping) and rec.get("time_s") is None:
+        unknown = "; ".join(str(u) for u in rec.get("unknown") or []) or "unknown"
+        lb = rec.get("lower_bound_s")
+        bound = f" (lower bound {float(lb) * 1e6:.2f} µs)" if isinstance(lb, int | float) else ""
+        return f"estimate unknown: {unknown}{bound}"
+    for m in measurements:
+        d = _get(m, "details") or {}
+        if (_get(m, "name") == "time_s_lower_bound" and _get(m, "provenance") == provenance
+                and d.get("config") == name):
+            unknown = "; ".join(str(u) for u in d.get("unknown") or []) or "unknown"
+            return f"estimate unknown: {unknown} (lower bound {float(_get(m, 'value')) * 1e6:.2f} µs)"
+    return f"no {provenance} time"
+
+
+def score_time(measurements: Any, provenance: str, configs: Any = None,
+               estimate: Mapping[str, Any] | None = None) -> TimeScore:
+    """The geometric mean of the per-configuration ``time_s`` of ``provenance`` — only when every
+    configuration has one.
+
+    The configurations that must have a time are ``configs`` (e.g. the verified ones) plus every
+    configuration any measurement names (``details["config"]``, and ``details["configs"]``: the
+    estimator lists all of them on each time it emits) and every one in ``estimate`` (the
+    harness's ``details["estimate"]``, which also gives the reasons of unknown estimates).
+    """
+    ms = list(measurements or ())
     per: dict[str, float] = {}
-    for m in measurements or ():
-        name = m.get("name") if isinstance(m, Mapping) else m.name
-        prov = m.get("provenance") if isinstance(m, Mapping) else m.provenance
-        if name != "time_s" or prov != provenance:
+    expected: dict[str, None] = dict.fromkeys(str(c) for c in (configs or ()))
+    anonymous = 0
+    for m in ms:
+        details = _get(m, "details") or {}
+        if isinstance(details.get("configs"), list):
+            expected.update(dict.fromkeys(str(c) for c in details["configs"]))
+        if details.get("config") is not None:
+            expected[str(details["config"])] = None
+        if _get(m, "name") != "time_s" or _get(m, "provenance") != provenance:
             continue
-        details = (m.get("details") if isinstance(m, Mapping) else m.details) or {}
-        value = float(m.get("value") if isinstance(m, Mapping) else m.value)
+        value = float(_get(m, "value"))
         if value > 0 and math.isfinite(value):
-            per[str(details.get("config", len(per)))] = value
-    if not per:
-        return None, {}
-    return math.exp(sum(math.log(v) for v in per.values()) / len(per)), per
+            key = details.get("config")
+            if key is None:
+                key, anonymous = anonymous, anonymous + 1
+            per[str(key)] = value
+    if provenance == "estimated" and isinstance(estimate, Mapping):
+        expected.update(dict.fromkeys(str(c) for c in (estimate.get("configs") or {})))
+    missing = {name: _why_missing(name, provenance, ms, estimate) for name in expected if name not in per}
+    if not per or missing:
+        return TimeScore(None, per, missing, provenance)
+    return TimeScore(math.exp(sum(math.log(v) for v in per.values()) / len(per)), per, {}, provenance)
+
+
+def time_of(measurements: Any, provenance: str, configs: Any = None,
+            estimate: Mapping[str, Any] | None = None) -> tuple[float | None, dict[str, float]]:
+    """Geometric mean of the per-configuration ``time_s`` of ``provenance``, or None when any
+    configuration lacks one (:func:`score_time` says which and why)."""
+    ts = score_time(measurements, provenance, configs, estimate)
+    return ts.time_s, ts.config_times
+
+
+def no_score_reason(measurements: Any, provenance: str, configs: Any = None,
+                    estimate: Mapping[str, Any] | None = None) -> str | None:
+    """Why a candidate has no objective (None when it has one)."""
+    return score_time(measurements, provenance, configs, estimate).reason
 
 
 def composite_objective(measurements: Any, features: Mapping[str, Any], provenance: str,
-                        weights: ObjectiveWeights | None = None) -> ObjectiveValue | None:
-    """The objective of one evaluated candidate, or None when it has no time of ``provenance``."""
+                        weights: ObjectiveWeights | None = None, *, configs: Any = None,
+                        estimate: Mapping[str, Any] | None = None) -> ObjectiveValue | None:
+    """The objective of one evaluated candidate, or None when any configuration lacks a time of
+    ``provenance`` (:func:`no_score_reason` says why)."""
     if provenance not in PROVENANCES:
         raise ValueError(f"objective provenance must be one of {PROVENANCES}, not {provenance!r}")
     w = weights or ObjectiveWeights()
-    t, per = time_of(measurements, provenance)
+    t, per = time_of(measurements, provenance, configs, estimate)
     if t is None:
         return None
     pens = penalties(features)

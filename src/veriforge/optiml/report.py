@@ -1,12 +1,14 @@
 """The OptiML-X HTML report: one self-contained file that tells how the kernel got faster.
 
 Sections (ids are stable so tests and users can link to them): ``summary`` (start vs best,
-provenance, verified configurations), ``progress`` (objective over evaluations with the
-best-so-far line), ``tree`` (the search tree as an inline SVG, one layer per depth, colour =
-verdict), ``profile`` (before/after features table and a bar chart of the proxy penalties),
-``findings`` (the winner's diagnosis), ``edits`` (every edit with evidence, effect and verdict)
-and ``diff`` (difflib's side-by-side HTML diff of the winner against the start). Plots are
-matplotlib (Agg) PNGs embedded as base64, so the file opens anywhere without network access.
+provenance, verified configurations, the winner's estimate status with its worst-case and unknown
+parts, and every verified candidate left without a score with the reason), ``progress``
+(objective over evaluations with the best-so-far line), ``tree`` (the search tree as an inline
+SVG, one layer per depth, colour = verdict), ``profile`` (before/after features table and a bar
+chart of the proxy penalties), ``findings`` (the winner's diagnosis), ``edits`` (every edit with
+evidence, effect and verdict) and ``diff`` (difflib's side-by-side HTML diff of the winner against
+the start). Plots are matplotlib (Agg) PNGs embedded as base64, so the file opens anywhere without
+network access.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ if TYPE_CHECKING:
 __all__ = ["SECTIONS", "render_report", "tree_svg", "write_outputs"]
 
 SECTIONS = ("summary", "progress", "tree", "profile", "findings", "edits", "diff")
-_COLOURS = {"accepted": "#2e7d32", "rejected": "#c62828", "pending": "#9e9e9e"}
+_COLOURS = {"accepted": "#2e7d32", "rejected": "#c62828", "pending": "#9e9e9e", "unscored": "#ef6c00"}
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1200px;color:#222}
 h1{font-size:1.6rem}h2{border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
 table{border-collapse:collapse;font-size:.9rem}td,th{border:1px solid #ddd;padding:.25rem .5rem;text-align:left}
-th{background:#f5f5f5}.ok{color:#2e7d32}.bad{color:#c62828}code{background:#f5f5f5;padding:0 .2rem}
+th{background:#f5f5f5}.ok{color:#2e7d32}.bad{color:#c62828}.unscored{color:#ef6c00}
+code{background:#f5f5f5;padding:0 .2rem}
 table.diff{font-family:monospace;font-size:.8rem}.diff_add{background:#e6ffec}.diff_chg{background:#fff5b1}
 .diff_sub{background:#ffebe9}img{max-width:100%}
 """
@@ -103,7 +106,7 @@ def tree_svg(nodes: list[dict[str, Any]], best_id: int | None, width: int = 1100
             parts.append(f'<line x1="{x1:.0f}" y1="{y1:.0f}" x2="{x2:.0f}" y2="{y2:.0f}" stroke="#bbb"/>')
     for n in nodes:
         x, y = pos[n["id"]]
-        colour = _COLOURS.get(n.get("status", ""), "#9e9e9e")
+        colour = _COLOURS.get("unscored" if _unscored(n) else n.get("status", ""), "#9e9e9e")
         edit = (n.get("edit") or {}).get("description") or "start"
         eff = (n.get("effect") or {}).get("relative_change")
         eff_text = f" ({eff:+.1%})" if isinstance(eff, float) else ""
@@ -145,6 +148,8 @@ def render_report(result: OptimizeResult) -> str:
         ("speedup", f"<b>{result.speedup:.2f}×</b>"),
         ("objective start → best", f"{start.evaluation.objective:.4g} → {best.evaluation.objective:.4g}"),
         ("verified configs (best)", esc(", ".join(bd.get("verified_configs") or []))),
+        ("estimate (best)", _estimate_html(bd.get("estimate"), prov)),
+        ("verified without a score", _unscored_html(nodes)),
         ("evaluations", f"{stats.unique_evaluations} unique ({stats.accepted} accepted, {stats.rejected} "
                         f"rejected), {stats.remeasured} re-measured, stop: {esc(stats.stop_reason)}"),
         ("edits to the winner", esc(" → ".join(_path(best)) or "none (the start is best)")),
@@ -154,8 +159,9 @@ def render_report(result: OptimizeResult) -> str:
     out.append(f"<section id='progress'><h2>Objective over evaluations</h2>"
                f"<img alt='objective over evaluations' src='{progress_plot(result.search.history, 's')}'>"
                "</section>")
-    out.append("<section id='tree'><h2>Search tree</h2><p>Green: accepted, red: rejected; the winner is "
-               "outlined; hover a node for its edit and effect.</p>"
+    out.append("<section id='tree'><h2>Search tree</h2><p>Green: accepted, red: rejected, orange: verified "
+               "but without a score (a configuration's time unknown); the winner is outlined; hover a node "
+               "for its edit and effect.</p>"
                f"{tree_svg(nodes, best.id)}</section>")
     out.append("<section id='profile'><h2>Profile: before and after</h2><table><tr><th>feature</th>"
                "<th>start</th><th>best</th></tr>")
@@ -181,8 +187,10 @@ def render_report(result: OptimizeResult) -> str:
         edit = n.get("edit") or {}
         eff = (n.get("effect") or {}).get("relative_change")
         ev_text = _evidence_text(edit.get("evidence"))
-        cls = "ok" if n.get("status") == "accepted" else "bad"
-        verdict = n.get("status", "") + (f": {n.get('reason')}" if n.get("reason") else "")
+        why = _unscored(n)
+        cls = "ok" if n.get("status") == "accepted" else ("unscored" if why else "bad")
+        verdict = (f"verified, no score — {why}" if why
+                   else n.get("status", "") + (f": {n.get('reason')}" if n.get("reason") else ""))
         out.append(f"<tr><td>{n['id']}</td><td>{'' if n.get('parent') is None else n['parent']}</td>"
                    f"<td>{esc(edit.get('proposer') or '')}</td><td>{esc(edit.get('description') or 'start')}</td>"
                    f"<td>{esc(ev_text)}</td><td class='{cls}'>{esc(verdict[:300])}</td>"
@@ -193,6 +201,45 @@ def render_report(result: OptimizeResult) -> str:
     out.append(f"<section id='diff'><h2>Source diff: winner vs start</h2>{diff}</section>")
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def _unscored(node: dict[str, Any]) -> str | None:
+    """The reason a verified node has no score (tree.json's ``score.unscored_reason``)."""
+    return ((node.get("score") or {}).get("unscored_reason")
+            or ((node.get("evaluation") or {}).get("details") or {}).get("unscored_reason"))
+
+
+def _estimate_html(estimate: dict[str, Any] | None, provenance: str) -> str:
+    """The best candidate's estimate: status, and any worst-case or unknown parts per configuration."""
+    if provenance != "estimated":
+        return f"– ({html.escape(provenance)} times)"
+    if not estimate:
+        return "–"
+    esc = html.escape
+    status = str(estimate.get("status") or "?")
+    gloss = {"exact": "every part counted and resolved",
+             "upper_bound": "every part counted; some priced at their worst case (an upper bound)",
+             "unknown": "some work could not be counted"}.get(status, "")
+    parts = [f"<b>{esc(status)}</b> ({esc(gloss)}), {esc(str(estimate.get('model') or ''))} on "
+             f"{esc(str(estimate.get('gpu') or ''))}"]
+    items = []
+    for name, rec in (estimate.get("configs") or {}).items():
+        for kind in ("unknown", "worst_case"):
+            for what in rec.get(kind) or []:
+                items.append(f"<li>[{esc(name)}] {'worst case' if kind == 'worst_case' else 'unknown'}: "
+                             f"{esc(str(what))}</li>")
+    if items:
+        parts.append("<ul>" + "".join(items[:20]) + ("<li>…</li>" if len(items) > 20 else "") + "</ul>")
+    return "".join(parts)
+
+
+def _unscored_html(nodes: list[dict[str, Any]]) -> str:
+    rows = [(n["id"], why) for n in nodes if (why := _unscored(n))]
+    if not rows:
+        return "none"
+    return (f"{len(rows)} (ranked after every scored candidate)<ul>"
+            + "".join(f"<li>#{i}: {html.escape(why[:400])}</li>" for i, why in rows[:10])
+            + ("<li>…</li>" if len(rows) > 10 else "") + "</ul>")
 
 
 def _path(node: Any) -> list[str]:

@@ -9,7 +9,9 @@ this module supplies what is CUDA-specific:
 
 * :class:`KernelEvaluator` — the adapter from :func:`veriforge.cuda.evaluate.evaluate` (compile,
   verify on every configuration, measure or estimate) to a search :class:`Evaluation`:
-  incorrect → rejected with the verifier's reason; no time of the search's provenance → rejected;
+  incorrect → rejected with the verifier's reason; verified but some configuration without a time
+  of the search's provenance (e.g. an estimate left unknown) → kept as "verified, no score" with the
+  reason (a rejected node: it ranks after every scored one, never an average over a subset);
   otherwise the composite objective (:mod:`.objective`) with the features, the per-config times
   and the bottleneck diagnosis (:mod:`.diagnosis`) in ``details`` for the next proposer.
   Re-measurements (suspicious speedups, the final top-k) run the verifier again on inputs drawn
@@ -33,7 +35,12 @@ from veriforge.core.hashing import content_hash
 from veriforge.core.types import Candidate
 from veriforge.errors import ConfigError
 from veriforge.optiml.diagnosis import Finding, diagnose, primary_bottleneck
-from veriforge.optiml.objective import ObjectiveWeights, composite_objective, provenance_for_backend
+from veriforge.optiml.objective import (
+    ObjectiveWeights,
+    composite_objective,
+    no_score_reason,
+    provenance_for_backend,
+)
 from veriforge.search.interfaces import Evaluation
 
 if TYPE_CHECKING:
@@ -47,13 +54,17 @@ __all__ = [
     "OptimizeInputError",
     "OptimizeResult",
     "XSearchSettings",
+    "estimate_summary",
     "make_engine",
     "optimize",
     "resolve_inputs",
+    "unscored",
 ]
 
 ALGORITHMS = ("mcts", "random", "greedy")
-EVALUATOR_VERSION = "optiml-x-eval/1"
+EVALUATOR_VERSION = "optiml-x-eval/2"  # 2: every configuration needs a time; estimate status kept
+#: Start of the rejection reason of a verified candidate without a score (tree.json, report).
+UNSCORED_PREFIX = "verified, no score"
 RECHECK_SEED = 7919  # a prime far from the default trial numbers: other inputs than the first check
 
 
@@ -153,13 +164,23 @@ class KernelEvaluator:
         if not res.correct:
             why = res.verdict.reason or "incorrect"
             return self._done(Evaluation.failed(f"incorrect: {why}", details=base))
-        obj = composite_objective(res.measurements, res.features, s.provenance, s.weights)
+        estimate = res.details.get("estimate") if s.provenance == "estimated" else None
+        if estimate:
+            base["estimate"] = estimate_summary(estimate)
+        obj = composite_objective(res.measurements, res.features, s.provenance, s.weights, configs=verified,
+                                  estimate=estimate)
         if obj is None:
-            notes = "; ".join(res.details.get("estimate_notes") or []) or "the back-end reported none"
-            return self._done(Evaluation.failed(f"no {s.provenance} time: {notes}", details=base))
+            # Verified, but not every configuration has a time: no score (never a mean over the
+            # configurations that have one). The node is kept with the reason and ranks after
+            # every scored candidate.
+            why = no_score_reason(res.measurements, s.provenance, verified, estimate) or f"no {s.provenance} time"
+            kind = "estimate unknown" if s.provenance == "estimated" else f"no {s.provenance} time"
+            return self._done(Evaluation.failed(f"{UNSCORED_PREFIX} ({kind}): {why}",
+                                                details={**base, "verified": True, "unscored_reason": why}))
         findings = diagnose(res.features, gpu=s.gpu)
         details = {
             **base,
+            "verified": True,
             "time_s": obj.time_s,
             "config_times": obj.config_times,
             "penalties": obj.penalties,
@@ -177,6 +198,26 @@ class KernelEvaluator:
             self.progress({"calls": self.calls, "best": self.best, "bottleneck": self.bottleneck,
                            "ok": ev.ok, "objective": ev.objective, "reason": ev.rejected_reason})
         return ev
+
+
+def estimate_summary(estimate: dict[str, Any]) -> dict[str, Any]:
+    """The parts of the harness's ``details["estimate"]`` a search keeps per node: overall status and,
+    per configuration, status, time, lower bound and the unknown and worst-case parts."""
+    records = estimate.get("configs") or {}
+    order = [n for n in estimate.get("config_names") or [] if n in records]
+    configs = {}
+    for name in order + [n for n in records if n not in order]:
+        rec = records[name]
+        configs[name] = {k: rec.get(k) for k in ("status", "time_s", "lower_bound_s", "unknown", "worst_case")}
+    return {"gpu": estimate.get("gpu"), "model": estimate.get("model"), "status": estimate.get("status"),
+            "complete": estimate.get("complete"), "configs": configs}
+
+
+def unscored(node: dict[str, Any]) -> str | None:
+    """The reason a tree.json node (or its evaluation's details) was verified but left without a score."""
+    ev = node.get("evaluation") if "evaluation" in node else node
+    details = (ev or {}).get("details") or {}
+    return details.get("unscored_reason")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,12 +325,20 @@ class OptimizeResult:
             pev = (parent or {}).get("evaluation") or {}
             obj, pobj = ev.get("objective"), pev.get("objective")
             node["verdict"] = node.get("status")
+            why = unscored(node)
+            node["score"] = {"scored": obj is not None, "unscored_reason": why,
+                             "estimate_status": ((ev.get("details") or {}).get("estimate") or {}).get("status")}
+            if why is not None:
+                node["verdict"] = "verified, no score"
             node["effect"] = {
                 "objective": obj,
                 "parent_objective": pobj,
                 "relative_change": (obj / pobj - 1.0) if obj is not None and pobj else None,
                 "time_s": (ev.get("details") or {}).get("time_s"),
             }
+        data["unscored"] = [{"id": n["id"], "reason": n["score"]["unscored_reason"]} for n in by_id.values()
+                            if n["score"]["unscored_reason"] is not None]
+        data["best_estimate"] = (self.best.evaluation.details or {}).get("estimate")
         data["task"] = self.spec.id
         data["start"] = self.start_label
         data["provenance"] = self.settings.provenance

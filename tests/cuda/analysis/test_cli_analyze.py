@@ -93,3 +93,48 @@ def test_bad_kernel_and_bad_dims_exit_2() -> None:
         "--no-nvcc",
     )
     assert r.exit_code == 2
+
+
+WRAPPED = r"""
+__global__ void add(const float* a, const float* b, float* c, int n) {
+    if (a[0] == a[0]) {
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) c[i] = a[i] + b[i];
+    }
+}
+"""
+
+
+def test_gpu_estimate_is_printed_and_unknown_work_is_not_priced(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.cu"
+    plain.write_text(WRAPPED.replace("if (a[0] == a[0])", "if (n > 0)"))
+    wrapped = tmp_path / "wrapped.cu"
+    wrapped.write_text(WRAPPED)
+    launch = ["--kernel", "add", "--grid", "264", "--block", "256", "-p", "n=1000000", "--no-nvcc", "--gpu", "H100-SXM"]
+
+    r = run(str(plain), *launch)
+    assert r.exit_code == 0, r.output
+    line = next(ln for ln in r.output.splitlines() if ln.startswith("estimate"))
+    assert "H100-SXM" in line and " µs" in line and "unknown" not in line
+    assert "status exact" in line or "status upper_bound" in line
+    assert "bound memory" in line or "bound latency" in line or "bound compute" in line
+
+    r = run(str(wrapped), *launch)
+    assert r.exit_code == 0, r.output
+    line = next(ln for ln in r.output.splitlines() if ln.startswith("estimate"))
+    assert "unknown — lower bound" in line and "status unknown" in line
+    assert "  unknown: global load of a at line 4" in r.output and "a[0] == a[0]" in r.output
+
+    r = run(str(wrapped), *launch, "--json")
+    assert r.exit_code == 0, r.output
+    est = json.loads(r.output)["estimate"]
+    assert est["time_s"] is None and est["status"] == "unknown" and est["complete"] is False
+    assert est["lower_bound_s"] > 0 and est["gpu"] == "H100-SXM" and est["provenance"] == "estimated"
+    assert any("a[0] == a[0]" in u for u in est["unknown"])
+    r = run(str(plain), *launch, "--json")
+    est = json.loads(r.output)["estimate"]
+    assert est["time_s"] > 0 and est["status"] in ("exact", "upper_bound")
+
+    r = run(str(plain), *launch, "--no-estimate", "--json")
+    assert "estimate" not in json.loads(r.output)
+    r = run(str(plain), *launch[:-2], "--gpu", "no-such-gpu")
+    assert r.exit_code == 2 and "unknown GPU" in r.output

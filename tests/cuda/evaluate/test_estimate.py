@@ -35,7 +35,9 @@ def _cases(spec):
 
 
 def test_every_launch_of_a_loop_is_priced_and_summed():
-    total, details, features, _ = estimate_launches(PASSES, "solve", {"n": 4096})
+    est = estimate_launches(PASSES, "solve", {"n": 4096})
+    total, details, features = est.time_s, est.launches, est.features
+    assert est.status in ("exact", "upper_bound") and est.unknown == []
     assert [d["kernel"] for d in details] == ["fill", "scale", "scale", "scale"]
     expected = 0.0
     for kernel, grid, block, params in [("fill", 16, 256, {"n": 4096})] + [
@@ -74,9 +76,9 @@ def test_undeterminable_launch_is_unknown_with_the_reason_not_a_guess():
 def test_a_config_that_launches_nothing_costs_nothing():
     src = PASSES.replace("extern \"C\" void solve(float* x, int n) {", "extern \"C\" void solve(float* x, int n) {\n"
                          "    if (n <= 1) return;")
-    total, details, _, assumptions = estimate_launches(src, "solve", {"n": 1})
-    assert total == 0.0 and details == []
-    assert any("launches no kernel" in a for a in assumptions)
+    est = estimate_launches(src, "solve", {"n": 1})
+    assert est.time_s == 0.0 and est.launches == [] and est.status == "exact"
+    assert any("launches no kernel" in a for a in est.assumptions)
 
 
 PEEL = """
@@ -97,8 +99,7 @@ def test_kernel_side_alignment_peeling_uses_the_pointer_address_the_host_passed(
                            use_nvcc=False)
     assert not any("pointer cast" in u for u in rep.unknowns)
     assert rep.global_useful_bytes == 3 * 4 * 2
-    _, details, _, _ = estimate_launches(PEEL, "solve", {"n": 8})
-    assert details[0]["kernel"] == "peel"
+    assert estimate_launches(PEEL, "solve", {"n": 8}).launches[0]["kernel"] == "peel"
 
 
 def test_bundled_vectorized_rmsnorm_with_alignment_peeling_has_an_estimate():

@@ -6,8 +6,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
+from veriforge.cuda.analysis import reuse as _reuse
 from veriforge.cuda.analysis import walk as _walk
-from veriforge.cuda.analysis.launch import build_lanes, dim3
+from veriforge.cuda.analysis.launch import REFINE_ROUNDS, build_lanes, dim3, refine
 from veriforge.cuda.analysis.parse import find_kernel, parse_source
 from veriforge.cuda.analysis.report import AnalysisReport, GlobalAccess
 from veriforge.cuda.analysis.resources import instantiation, launch_occupancy, ptxas_resources
@@ -46,6 +49,24 @@ def analyze(
         parsed, kdef, lanes, dict(params or {}), dict(template_args or {}), dict(defines) if defines else None
     )
     w.run()
+    for _round in range(REFINE_ROUNDS):
+        # where whole blocks switch between working and idle, sample densely and walk again
+        if lanes.exact:
+            break
+        active = np.bincount(lanes.block_of_warp, weights=(w.warp_work > 0).astype(np.float64),
+                             minlength=len(lanes.sampled_blocks)) > 0
+        samples = refine(lanes, active)
+        if samples is None and w.unreached_work() and g[0] * g[1] * g[2] <= EXHAUSTIVE_BLOCKS:
+            # work behind blockIdx-dependent conditions that no sampled block reaches: a small
+            # grid is walked whole, so whether any block reaches it is known, not guessed
+            samples = [[(i, 1.0) for i in range(n)] for n in g]
+        if samples is None:
+            break
+        lanes = build_lanes(g, b, samples)
+        w = _walk.Walker(
+            parsed, kdef, lanes, dict(params or {}), dict(template_args or {}), dict(defines) if defines else None
+        )
+        w.run()
     rep = AnalysisReport(kernel=kernel, arch=arch, grid=g, block=b, dynamic_smem=int(dynamic_smem))
     rep.sampling = lanes.describe() | {
         "loop_iterations": f"all when <= {_walk.EXACT_TRIPS}, else first, middle (weighted) and last"
@@ -53,8 +74,36 @@ def analyze(
     for line in parsed.parse_errors:
         rep.unknowns.append(f"line {line}: tree-sitter could not parse part of this line; it was skipped")
     rep.unknowns.extend(w.unknowns)
-    rep.global_accesses = sorted((a.result() for a in w.global_acc.values()), key=lambda a: (a.line, a.kind))
-    rep.shared_accesses = sorted((a.result() for a in w.shared_acc.values()), key=lambda a: (a.line, a.kind))
+    for line in parsed.parse_errors:
+        rep.uncounted.append(f"line {line} could not be parsed: whatever work it does is not counted")
+    if not lanes.exact:
+        rep.uncounted.extend(w.unreached_work())
+    pairs = [(acc, acc.result()) for acc in w.global_acc.values()]
+    # A site no sampled thread reached does no work when every thread was walked, or when nothing
+    # that kept the sampled threads out depends on blockIdx (then every block is kept out alike).
+    for acc, res in pairs:
+        if res.unknown == _walk.NEVER_EXECUTED and acc.count_unknown is None and acc.unknown is None:
+            if lanes.exact or not acc.unreached_block_dependent:
+                res.requests = res.bytes = res.useful_bytes = 0.0
+                res.unknown = None
+            else:
+                res.unknown = ("not reached by the sampled blocks, and whether other blocks reach it "
+                               "depends on blockIdx")
+    _memory_hierarchy(rep, pairs, lanes)
+    rep.activity = _activity(w, lanes)
+    rep.global_accesses = sorted((r for _a, r in pairs), key=lambda a: (a.line, a.kind))
+    shared_pairs = [(acc, acc.result()) for acc in w.shared_acc.values()]
+    for acc, sh in shared_pairs:
+        if sh.unknown == _walk.NEVER_EXECUTED and acc.count_unknown is None and acc.unknown is None:
+            if lanes.exact or not acc.unreached_block_dependent:
+                sh.requests, sh.unknown = 0.0, None
+            else:
+                sh.unknown = "not reached by the sampled blocks, and whether other blocks reach it depends on blockIdx"
+    rep.shared_accesses = sorted((r for _a, r in shared_pairs), key=lambda a: (a.line, a.kind))
+    for acc, res in [*pairs, *shared_pairs]:
+        if acc.count_upper and res.requests:
+            rep.upper_bounded.append(f"line {res.line}: {res.kind} of {res.array}: {acc.count_upper}")
+    rep.upper_bounded.extend(f"FLOPs at {u}" for u in sorted(w.flops_upper))
     rep.branches = sorted((a.result() for a in w.branch_acc.values()), key=lambda x: x.line)
     rep.barriers = sorted((a.result() for a in w.barrier_acc.values()), key=lambda x: x.line)
     rep.loops = sorted((a.result() for a in w.loop_acc.values()), key=lambda x: x.line)
@@ -90,6 +139,74 @@ def analyze(
     rep.features = _features(rep)
     rep.duration_s = time.perf_counter() - started
     return rep
+
+
+#: a grid of at most this many blocks is walked whole when sampled blocks leave blockIdx-gated work unseen
+EXHAUSTIVE_BLOCKS = 512
+#: at most this many distinct atomic target addresses in a launch count as "few" (a histogram's bins)
+FEW_ATOMIC_ADDRESSES = 64
+
+
+def _memory_hierarchy(rep: AnalysisReport, pairs: list[tuple[Any, GlobalAccess]], lanes: Any) -> None:
+    """L1-filtered (L2) traffic per site, atomic contention per site, footprints per array."""
+    sites: list[tuple[str, float | None, Any]] = []
+    for acc, res in pairs:
+        if res.requests is None or res.bytes is None or res.elem_bytes is None:
+            sites.append((res.array, None, None))
+            continue
+        width = int(res.elem_bytes) * int(res.vector_width or 1)
+        r = _reuse.site_reuse(acc.visits, res.kind, width, lanes)
+        sectors = res.bytes / 32.0
+        if res.kind == "load" and r is not None and not acc.visits_dropped:
+            res.l2_sectors = sectors * min(1.0, r.l2_fraction)
+        else:
+            res.l2_sectors = sectors  # stores and atomics pass L1; too many visits: no reuse claimed
+        if res.requests:
+            res.lines_per_request = acc.lines / acc.requests if acc.requests else None
+        if r is not None:
+            res.block_iteration_bytes = r.block_iteration_sectors * 32.0
+        sites.append((res.array, res.l2_sectors * 32.0, r))
+        if res.kind == "atomic":
+            res.atomic_ops = acc.atomic_ops
+            res.atomic_serial_ops = acc.atomic_serial
+            addrs = acc.atomic_addresses
+            if addrs:
+                total = sum(addrs.values())
+                res.atomic_addresses = len(addrs)
+                res.atomic_hot_fraction = max(addrs.values()) / total if total else None
+                res.contention = ("same" if len(addrs) == 1 else
+                                  "few" if len(addrs) <= FEW_ATOMIC_ADDRESSES else "scattered")
+            elif addrs is None:
+                res.contention = "scattered"
+    fp = _reuse.array_footprints(sites)
+    if fp is not None:
+        rep.cache = {"arrays": {name: f.to_dict() for name, f in fp.items()}}
+
+
+def _activity(w: _walk.Walker, lanes: Any) -> dict[str, float]:
+    """How much of the launch does anything: idle warps and blocks hide no latency.
+
+    A warp is active when it takes part in at least one counted access or FLOP; the shares are
+    weighted like every other total (each sampled block stands for its stratum).
+    """
+    active = w.warp_work > 0
+    nb = len(lanes.sampled_blocks)
+    bow = lanes.block_of_warp
+    warps_active = np.bincount(bow, weights=active.astype(np.float64), minlength=nb)
+    block_w = np.bincount(bow, weights=lanes.warp_weight, minlength=nb) / np.maximum(
+        np.bincount(bow, minlength=nb), 1)
+    busy = warps_active > 0
+    total_w = float(block_w.sum())
+    warps_per_block = float(np.bincount(bow, minlength=nb)[0]) if nb else 0.0
+    if not busy.any() or total_w == 0:
+        return {"active_block_fraction": 0.0, "active_warps_per_block": 0.0, "warps_per_block": warps_per_block}
+    lanes_active = (lanes.valid & active[:, None]).sum(axis=1)
+    return {
+        "active_block_fraction": float(block_w[busy].sum() / total_w),
+        "active_warps_per_block": float((warps_active[busy] * block_w[busy]).sum() / block_w[busy].sum()),
+        "warps_per_block": warps_per_block,
+        "active_lanes_per_active_warp": float(lanes_active[active].mean()),
+    }
 
 
 def _totals(rep: AnalysisReport, w: _walk.Walker) -> None:

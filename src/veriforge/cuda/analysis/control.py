@@ -36,6 +36,8 @@ class Cond:
     text: str
     line: int
     thread_dependent: bool
+    #: depends on blockIdx: blocks the analysis did not sample may decide it differently
+    block_dependent: bool = False
 
 
 def divergent_warps(cond: np.ndarray, mask: np.ndarray) -> np.ndarray:

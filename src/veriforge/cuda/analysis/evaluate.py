@@ -262,7 +262,19 @@ def merge(mask: np.ndarray, new: Value, old: Value | None) -> Value:
         old = Value(None, new.is_float, frozenset(), new.reason)
     deps = new.deps | old.deps
     if new.ptr is not None or old.ptr is not None:
-        return new if bool(np.all(mask)) else Value(None, new.is_float, deps, "pointer assigned under a condition")
+        if bool(np.all(mask)):
+            return new
+        a, b = new.ptr, old.ptr
+        if (
+            a is not None
+            and b is not None
+            and a.offset is not None
+            and b.offset is not None
+            and (a.space, a.base, a.elem, a.dims) == (b.space, b.base, b.elem, b.dims)
+        ):
+            # the same allocation on every lane (`p += step` under a partial mask): offsets per lane
+            return Value(None, False, deps, None, replace(a, offset=np.where(mask, a.offset, b.offset)))
+        return Value(None, new.is_float, deps, "pointer assigned under a condition")
     if bool(np.all(mask)):
         return new
     if new.arr is None and old.arr is None:

@@ -884,7 +884,7 @@ class _Interpreter:
         for tp, value in zip(fdef.template, self._template_values(fn), strict=False):
             frame[tp.name] = [value, "auto"]
         for p, a in zip(fdef.params, args, strict=True):
-            kind = "other" if p.is_pointer or "&" in p.type_text else _type_kind(p.type_text)
+            kind = "other" if p.is_pointer or p.is_ref or "&" in p.type_text else _type_kind(p.type_text)
             try:
                 value = self.eval(a)
             except HostUnknownError as exc:

@@ -20,7 +20,7 @@ built the way the hardware forms warps (linear thread id ``x + y*bx + z*bx*by``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import product
+from itertools import pairwise, product
 
 import numpy as np
 
@@ -29,6 +29,10 @@ from veriforge.errors import LaunchError
 EXACT_DIM = 4
 EXACT_BLOCKS = 16
 INTERIOR_STRATA = 5
+#: samples added between two neighbouring samples of different activity, per refinement round
+REFINE_POINTS = 6
+#: refinement rounds at most (each re-walks the kernel on the denser sample)
+REFINE_ROUNDS = 3
 WARP = 32
 MAX_BLOCK_THREADS = 1024
 
@@ -110,13 +114,62 @@ class Lanes:
         }
 
 
-def build_lanes(grid: tuple[int, int, int], block: tuple[int, int, int]) -> Lanes:
-    """Lay out every thread of the sampled blocks as warps (see the module docstring)."""
+def _weights(indices: list[int], n: int) -> list[tuple[int, float]]:
+    """(index, weight) for sorted sample indices along a dimension of ``n`` blocks: the first and
+    last block stand for themselves, each interior sample for the interior blocks nearest to it."""
+    idx = sorted(set(indices) | {0, n - 1})
+    if n <= 2 or len(idx) == n:
+        return [(i, 1.0) for i in idx]
+    inner = [i for i in idx if 0 < i < n - 1]
+    out = [(0, 1.0)]
+    for j, i in enumerate(inner):
+        lo = 1 if j == 0 else (inner[j - 1] + i) // 2 + 1
+        hi = n - 2 if j == len(inner) - 1 else (i + inner[j + 1]) // 2
+        out.append((i, float(hi - lo + 1)))
+    out.append((n - 1, 1.0))
+    return out
+
+
+def refine(lanes: Lanes, block_active: np.ndarray) -> list[list[tuple[int, float]]] | None:
+    """Denser samples where whole blocks switch between working and idle, or None if none do.
+
+    An oversized grid (blocks past the data exit at once) has a boundary inside one stratum; the
+    stratum's single sample is either active or idle and stands for all of it, so the working
+    share — and every total — comes out up to a stratum too high or too low. Between two
+    neighbouring samples of different activity, REFINE_POINTS more are placed, and weights are
+    recomputed; repeated, this finds the boundary to within a few blocks.
+    """
+    blocks = np.asarray(lanes.sampled_blocks, dtype=np.int64).reshape(-1, 3)
+    changed = False
+    per_dim: list[list[tuple[int, float]]] = []
+    for d in range(3):
+        n = lanes.grid[d]
+        idx = sorted({int(b) for b in blocks[:, d]})
+        active_at = {i: bool(block_active[blocks[:, d] == i].any()) for i in idx}
+        extra: set[int] = set()
+        for a, b in pairwise(idx):
+            if active_at[a] != active_at[b] and b - a > 1:
+                step = (b - a) / (REFINE_POINTS + 1)
+                extra |= {a + max(1, round(step * (k + 1))) for k in range(REFINE_POINTS)} - {b}
+        changed = changed or bool(extra - set(idx))
+        per_dim.append(_weights(idx + sorted(extra), n) if n > EXACT_DIM else [(i, 1.0) for i in range(n)])
+    return per_dim if changed else None
+
+
+def build_lanes(grid: tuple[int, int, int], block: tuple[int, int, int],
+                samples: list[list[tuple[int, float]]] | None = None) -> Lanes:
+    """Lay out every thread of the sampled blocks as warps (see the module docstring).
+
+    ``samples`` (per grid dimension, ``(index, weight)`` pairs) replaces the default strata; see
+    :func:`refine`."""
     threads = block[0] * block[1] * block[2]
     if threads > MAX_BLOCK_THREADS:
         raise LaunchConfigError(f"block {block} has {threads} threads; CUDA allows at most {MAX_BLOCK_THREADS}")
     total_blocks = grid[0] * grid[1] * grid[2]
-    if total_blocks <= EXACT_BLOCKS:
+    if samples is not None:
+        per_dim = samples
+        exact = all(len(s) == g for s, g in zip(samples, grid, strict=True))
+    elif total_blocks <= EXACT_BLOCKS:
         per_dim = [[(i, 1.0) for i in range(g)] for g in grid]
         exact = True
     else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 SECTOR = 32
+LINE = 128  # an L1 cache line: one L1 tag lookup ("wavefront") per distinct line a request touches
 BANKS = 32
 BANK_WIDTH = 4
 
@@ -39,6 +40,16 @@ def sectors_per_warp(addr: np.ndarray, width: int, mask: np.ndarray) -> tuple[np
     sectors = _distinct_per_row(keys, active)
     useful = _distinct_per_row(addr, mask) * width
     return sectors, useful
+
+
+def lines_per_warp(addr: np.ndarray, width: int, mask: np.ndarray) -> np.ndarray:
+    """Distinct 128-byte lines one request touches, per warp: the L1 passes it needs (a fully
+    uncoalesced 4-byte load is 32 passes, a coalesced or broadcast one is 1)."""
+    first = np.floor(addr / LINE)
+    last = np.floor((addr + width - 1) / LINE)
+    keys = np.concatenate([first, last], axis=1)
+    active = np.concatenate([mask, mask & (last != first)], axis=1)
+    return _distinct_per_row(keys, active)
 
 
 def bank_ways(addr: np.ndarray, width: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -68,3 +79,33 @@ def bank_ways(addr: np.ndarray, width: int, mask: np.ndarray) -> tuple[np.ndarra
         ways = np.maximum(ways, phase_ways)
         wavefronts += phase_ways
     return ways, wavefronts
+
+
+def same_address_lanes(addr: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per warp, the most active lanes that target one address (0 for a warp with no active lane).
+
+    Atomics to one address serialise: a warp request whose 32 lanes all hit a counter is 32
+    read-modify-writes in a row at the L2 slice that owns it, not one.
+    """
+    k = np.where(mask, addr, np.inf)
+    k.sort(axis=1)
+    finite = np.isfinite(k)
+    starts = np.concatenate([np.ones((k.shape[0], 1), bool), k[:, 1:] != k[:, :-1]], axis=1)
+    run_id = np.cumsum(starts, axis=1) - 1
+    rows = np.repeat(np.arange(k.shape[0]), k.shape[1]).reshape(k.shape)
+    width = k.shape[1] + 1
+    counts = np.bincount((rows * width + run_id)[finite], minlength=k.shape[0] * width).reshape(k.shape[0], width)
+    return counts.max(axis=1)
+
+
+def atomic_bank_ways(addr: np.ndarray, width: int, mask: np.ndarray) -> np.ndarray:
+    """Per warp, shared-memory wavefronts of one atomic request: the most active lanes one bank serves.
+
+    Unlike a load, lanes on the same word are not a broadcast: each lane's read-modify-write is
+    its own bank access, so 32 lanes on one counter are 32 wavefronts.
+    """
+    banks = np.mod(np.floor(np.where(mask, addr, 0.0) / BANK_WIDTH), BANKS).astype(np.int64)
+    rows = np.repeat(np.arange(addr.shape[0]), addr.shape[1]).reshape(addr.shape)
+    counts = np.bincount((rows * BANKS + banks)[mask], minlength=addr.shape[0] * BANKS).reshape(-1, BANKS)
+    del width  # one bank word per lane: 8-byte atomics use two banks but serialise the same way
+    return counts.max(axis=1)

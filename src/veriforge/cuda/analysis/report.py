@@ -42,6 +42,21 @@ class GlobalAccess:
     useful_bytes: float | None = None
     first_warp_sectors: int | None = None
     text: str = ""
+    #: sectors per launch that miss L1 and reach L2 (loads: after reuse between neighbouring
+    #: iterations and among the warps of a block; stores and atomics: all of them)
+    l2_sectors: float | None = None
+    #: mean distinct 128-byte lines one warp request touches: the L1 passes (tag lookups) it needs
+    lines_per_request: float | None = None
+    #: mean distinct bytes (in sectors) one block touches here in one iteration: L1's live set
+    block_iteration_bytes: float | None = None
+    #: atomics only: lane operations per launch, lane operations serialised by same-address lanes
+    #: of one request, distinct target addresses seen (None: more than the analysis tracks), the
+    #: share of all operations that hit the hottest address, and "same" | "few" | "scattered"
+    atomic_ops: float | None = None
+    atomic_serial_ops: float | None = None
+    atomic_addresses: int | None = None
+    atomic_hot_fraction: float | None = None
+    contention: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,6 +169,17 @@ class AnalysisReport:
     dynamic_smem: int = 0
     sampling: dict[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
+    #: work the analysis saw but could not count (a skipped line, a call it cannot follow): the
+    #: cost model treats a non-empty list as "the estimate does not cover the launch"
+    uncounted: list[str] = field(default_factory=list)
+    #: work counted at an upper bound (a loop that can exit early, walked for its condition's trip
+    #: count); the cost model prices it as a worst case and says so
+    upper_bounded: list[str] = field(default_factory=list)
+    #: idle warps and blocks: active_block_fraction, active_warps_per_block, warps_per_block
+    activity: dict[str, float] = field(default_factory=dict)
+    #: footprints per array for the cache model: {"arrays": {name: {hull_bytes, l2_bytes,
+    #: block_hull_bytes, grid_dims}}}; empty when some access's traffic is unknown
+    cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def barrier_count(self) -> int:
@@ -187,4 +213,8 @@ class AnalysisReport:
             "unknowns": list(self.unknowns),
             "sampling": self.sampling,
             "duration_s": self.duration_s,
+            "uncounted": list(self.uncounted),
+            "upper_bounded": list(self.upper_bounded),
+            "activity": dict(self.activity),
+            "cache": self.cache,
         }

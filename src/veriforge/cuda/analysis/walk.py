@@ -14,10 +14,13 @@ access, branch, barrier, loop and floating-point operation.
   walked at a few representative iterations — all of them when there are at most
   :data:`EXACT_TRIPS`, otherwise the first, the middle (weighted by the iterations it stands for)
   and the last. Variables the body assigns become unknown (their value changes per iteration),
-  except the loop variable.
-* ``while``/``do``: trip count unknown; the body is walked once for its structure.
+  except the loop variable and induction variables: pointers/numbers advanced by a loop-invariant
+  step (``A += BK;``), which hold ``entry + i × step`` at iteration ``i``.
+* ``while``/``do``: walked like a ``for`` when the condition reads a counter the body advances by
+  a loop-invariant step; otherwise trip count unknown and the body is walked once for its structure.
 * calls to ``__device__`` functions defined in the source are walked inline with the arguments
-  bound (depth-limited); other calls return an unknown value.
+  (template arguments, pointers, references) bound (depth-limited); a call that cannot be followed
+  makes FLOPs and the traffic through its pointer arguments unknown, never zero.
 """
 
 from __future__ import annotations
@@ -43,14 +46,14 @@ from veriforge.cuda.analysis.control import (
     varying_warps,
 )
 from veriforge.cuda.analysis.evaluate import Elem, Ptr, Value
-from veriforge.cuda.analysis.flops import COMPOUND_OPS, FLOP_CALLS, counts_as_flop
+from veriforge.cuda.analysis.flops import COMPOUND_OPS, FLOP_CALLS, counts_as_flop, work_free_call
 from veriforge.cuda.analysis.launch import Lanes
 from veriforge.cuda.analysis.parse import FunctionDef, ParsedSource, node_text, parse_expression
 from veriforge.cuda.analysis.report import GlobalAccess, Loop, SharedAccess
 
 EXACT_TRIPS = 4
 MAX_SIMULATED_TRIPS = 64
-MAX_CALL_DEPTH = 4
+MAX_CALL_DEPTH = 8
 MAX_MACRO_DEPTH = 16
 
 ATOMIC_RE = re.compile(r"^atomic(Add|Sub|Exch|Min|Max|Inc|Dec|CAS|And|Or|Xor)(_block|_system)?$")
@@ -76,7 +79,48 @@ ELEMENTWISE = {
     "llabs": np.abs,
 }
 CASTS = frozenset({"reinterpret_cast", "static_cast", "const_cast", "dynamic_cast"})
+NEVER_EXECUTED = "never executed by the sampled threads"
+#: visits of one global access site kept for the cache-reuse estimate (later ones are not paired)
+MAX_REUSE_VISITS = 64
+#: distinct atomic target addresses tracked per site; more is "scattered"
+ATOMIC_ADDRESS_CAP = 4096
+#: inline-asm instructions that move memory, and ones that do floating-point arithmetic
+_ASM_MEMORY = re.compile(r"\b(ld|st|cp|red|atom|ldmatrix|stmatrix|ldu|tex|tld4|suld|sust|multimem)\.")
+_ASM_FLOPS = re.compile(
+    r"\b(w?gmma|mma|fma|mad|add|sub|mul|div|rcp|sqrt|rsqrt|neg)\.[\w.]*?(f16|f32|f64|bf16|tf32|e4m3|e5m2)\b"
+)
 _INT_LIT = re.compile(r"^(0[xX][0-9a-fA-F']+|0[bB][01']+|[0-9']+)([uUlL]*)$")
+
+
+_ARITH = frozenset({"+", "-", "*", "/", "%"})
+
+
+def _does_work(node: Any) -> bool:
+    """Whether a statement can access memory or do arithmetic the model counts: a subscript, a
+    dereference, a call, or arithmetic on the right of an assignment (conditions alone are not
+    work: ``if (c + 1 >= n) v.y = 0.0f;`` costs nothing the model prices)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        t = n.type
+        if t in ("subscript_expression", "call_expression"):
+            return True
+        if t == "pointer_expression" and node_text(n).lstrip().startswith("*"):
+            return True
+        if t == "assignment_expression":
+            op = n.child_by_field_name("operator")
+            if op is not None and node_text(op) not in ("=",):
+                return True
+            right = n.child_by_field_name("right")
+            sub = [right] if right is not None else []
+            while sub:
+                m = sub.pop()
+                if m.type == "binary_expression" and node_text(m.child_by_field_name("operator")) in _ARITH:
+                    return True
+                sub.extend(m.named_children)
+        if t != "lambda_expression":
+            stack.extend(n.named_children)
+    return False
 
 
 class _Unsupported(Exception):
@@ -91,6 +135,15 @@ class Ctx:
     value_unknown: str | None = None  # why assignments here produce unknown values (data-dependent branch)
     conds: tuple[Cond, ...] = ()
     loop_lines: tuple[int, ...] = ()
+    #: (loop line, iteration index) of every enclosing loop being walked: the cache-reuse
+    #: estimate pairs visits of one site at two iterations to get each lane's address stride
+    iters: tuple[tuple[int, int], ...] = ()
+    #: why the execution count under this context is only an upper bound (a loop that can exit early
+    #: is walked for its condition's trip count)
+    count_upper: str | None = None
+    #: the active mask became empty because of a blockIdx-dependent condition: blocks outside the
+    #: sample may run what follows
+    block_gated: bool = False
 
 
 @dataclass
@@ -104,24 +157,41 @@ class GlobalAcc:
     requests: float = 0.0
     sectors: float = 0.0
     useful: float = 0.0
+    lines: float = 0.0  # Σ over requests of distinct 128-byte lines (L1 passes)
     first_warp: int | None = None
     visited: bool = False
     unknown: str | None = None
     count_unknown: str | None = None
+    #: sampled visits (iterations, lane addresses, mask, multiplicity) for the cache-reuse estimate
+    visits: list[tuple[tuple[tuple[int, int], ...], np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    visits_dropped: int = 0
+    #: atomics: lane operations, serialised same-address lane operations per request, weighted
+    #: operations per address (None once more than ATOMIC_ADDRESS_CAP distinct addresses are seen)
+    atomic_ops: float = 0.0
+    atomic_serial: float = 0.0
+    atomic_addresses: dict[float, float] | None = field(default_factory=dict)
+    #: requests and lane operations of visits whose addresses were not determined
+    blind_requests: float = 0.0
+    blind_lanes: float = 0.0
+    count_upper: str | None = None  # requests are an upper bound (a loop that can exit early)
+    unreached_block_dependent: bool = False
 
     def result(self) -> GlobalAccess:
         size = self.elem.size
         width = self.elem.width if size else 1
         if self.unknown is not None or size is None:
+            counted = self.count_unknown is None and self.blind_requests > 0 and self.requests == 0
             return GlobalAccess(
                 self.line,
                 self.kind,
                 self.array,
                 size,
+                requests=self.blind_requests if counted else None,
                 vector_width=width,  # type: ignore[arg-type]
                 read_only=self.read_only,
                 unknown=self.unknown or f"element type `{self.elem.name}` has no known size",
                 text=self.text,
+                atomic_ops=self.blind_lanes if counted and self.kind == "atomic" else None,
             )
         spr = self.sectors / self.requests if self.requests else None
         eff = self.useful / (self.sectors * memory.SECTOR) if self.sectors else None
@@ -139,7 +209,7 @@ class GlobalAcc:
             self.read_only,
             self.count_unknown
             if self.count_unknown
-            else (None if self.requests else "never executed by the sampled threads"),
+            else (None if self.requests else NEVER_EXECUTED),
             self.useful if known_count else None,
             self.first_warp,
             self.text,
@@ -158,6 +228,11 @@ class SharedAcc:
     ways: int = 0
     unknown: str | None = None
     count_unknown: str | None = None
+    count_upper: str | None = None
+    #: the active mask became empty because of a blockIdx-dependent condition: blocks outside the
+    #: sample may run what follows
+    block_gated: bool = False
+    unreached_block_dependent: bool = False
 
     def result(self) -> SharedAccess:
         if self.unknown is not None or self.elem.size is None:
@@ -178,7 +253,7 @@ class SharedAcc:
                 self.array,
                 None,
                 None,  # type: ignore[arg-type]
-                "never executed by the sampled threads",
+                NEVER_EXECUTED,
                 self.elem.size,
                 text=self.text,
             )
@@ -247,6 +322,11 @@ class Frame:
     scopes: list[dict[str, Value]]
     decl_float: list[dict[str, bool]]
     returns: list[tuple[np.ndarray, Value]] = field(default_factory=list)
+    #: reference parameters bound to a memory lvalue (``f(a[i])`` for ``float &x``): their address;
+    #: reading/writing the parameter is an access of that memory
+    refs: dict[str, Value] = field(default_factory=dict)
+    #: template type parameters of the function (``T(0)`` is a cast even when T has no value)
+    type_params: frozenset[str] = frozenset()
 
 
 class Walker:
@@ -289,6 +369,7 @@ class Walker:
         self.flops_fp64 = 0.0
         self.flops_fp16 = 0.0
         self.flops_unknown: list[str] = []
+        self.flops_upper: set[str] = set()  # FLOPs counted under an upper-bound trip count
         self.warp_primitives: set[str] = set()
         self.atomics: dict[str, int] = {}
         self.atomic_spaces: dict[str, int] = {}
@@ -305,6 +386,13 @@ class Walker:
         self._atomic_seen: set[tuple] = set()
         self._call_stack: list[str] = []
         self.template_values_input: dict[str, Any] = dict(template_args)
+        #: a `return` under a blockIdx-dependent condition has been walked
+        self.block_dependent_exit = False
+        #: statements with work no sampled block reaches, behind blockIdx-dependent conditions
+        self.unreached: dict[tuple, str] = {}
+        self._reached: set[tuple] = set()
+        #: per sampled warp: how many recorded work events (accesses, FLOPs) it took part in
+        self.warp_work = np.zeros(self.shape[0], dtype=np.int64)
 
     # ---------------------------------------------------------------- helpers
     def note(self, msg: str) -> None:
@@ -485,6 +573,11 @@ class Walker:
 
     def statement(self, st: Any, ctx: Ctx, pragma: Any = None) -> Exits:
         t = st.type
+        if self.recording:
+            if ctx.mask.any():
+                self._reached.add(self.key(st))
+            elif t != "compound_statement" and (self.block_dependent_exit or ctx.block_gated):
+                self._unreached(st, ctx)
         if t == "compound_statement":
             return self.block(st, ctx)
         if t == "declaration":
@@ -506,6 +599,8 @@ class Walker:
                 v = self.eval(value, ctx)
                 if len(self.frames) > 1:
                     self.frames[-1].returns.append((ctx.mask.copy(), v))
+            if len(self.frames) == 1 and ctx.mask.any() and any(c.block_dependent for c in ctx.conds):
+                self.block_dependent_exit = True  # later code may run in blocks the sample never shows
             if len(self.frames) == 1 and ctx.conds:
                 td = [c for c in ctx.conds if c.thread_dependent]
                 if td:
@@ -677,7 +772,7 @@ class Walker:
         acc = self.branch_acc.setdefault(self.key(st), BranchAcc(line, " ".join(text.split()), "if"))
         tdep = "tid" in cv.deps
         acc.thread_dependent = acc.thread_dependent or tdep
-        cond_info = Cond(" ".join(text.split()), line, tdep)
+        cond_info = Cond(" ".join(text.split()), line, tdep, "bid" in cv.deps)
         arr = cv.lanes(self.shape)
         cons = st.child_by_field_name("consequence")
         alt = st.child_by_field_name("alternative")
@@ -702,11 +797,15 @@ class Walker:
         if self.recording:
             div = divergent_warps(truth, ctx.mask)
             acc.add(div, ctx.mask.any(axis=1), ctx.mult, self.lanes.tail_block)
-        then_ctx = replace(ctx, mask=truth, conds=(*ctx.conds, cond_info))
+        gate = cond_info.block_dependent and bool(ctx.mask.any())
+        then_ctx = replace(ctx, mask=truth, conds=(*ctx.conds, cond_info),
+                           block_gated=ctx.block_gated or (gate and not truth.any()))
         exits = self.statement(cons, then_ctx) if cons is not None else Exits()
         if alt is not None:
-            else_info = Cond(f"!({cond_info.text})", line, tdep)
-            exits.add(self.statement(alt, replace(ctx, mask=ctx.mask & ~truth, conds=(*ctx.conds, else_info))))
+            else_info = Cond(f"!({cond_info.text})", line, tdep, cond_info.block_dependent)
+            rest = ctx.mask & ~truth
+            exits.add(self.statement(alt, replace(ctx, mask=rest, conds=(*ctx.conds, else_info),
+                                                  block_gated=ctx.block_gated or (gate and not rest.any()))))
         return exits
 
     def switch_statement(self, st: Any, ctx: Ctx) -> Exits:
@@ -738,7 +837,7 @@ class Walker:
     def _pragma_unroll(self, pragma: Any) -> bool | int:
         if pragma is None:
             return False
-        text = node_text(pragma)
+        text = pragma if isinstance(pragma, str) else node_text(pragma)
         m = re.match(r"\s*#\s*pragma\s+unroll\b\s*\(?\s*(\w+)?", text)
         if not m:
             return False
@@ -772,8 +871,30 @@ class Walker:
                 for d in n.children_by_field_name("declarator"):
                     if d.type == "identifier":
                         declared.add(node_text(d))
+            elif n.type == "call_expression":
+                assigned.update(self._ref_targets(n))
             stack.extend(n.named_children)
         return assigned, declared
+
+    def _ref_targets(self, call: Any) -> list[str]:
+        """Variables a call may assign: identifiers passed to a non-const reference parameter of a
+        function defined in the source (``advance(i, 32)`` for ``void advance(int &i, int s)``)."""
+        fn = call.child_by_field_name("function")
+        args_node = call.child_by_field_name("arguments")
+        if fn is None or args_node is None:
+            return []
+        name, _ = self._callee_name(fn)
+        defs = self.parsed.functions.get(name)
+        if not defs:
+            return []
+        args = [c for c in args_node.named_children if c.type != "comment"]
+        out = []
+        for f in defs:
+            for p, a in zip(f.params, args, strict=False):
+                const_ref = "const" in p.type_text.split() and not p.is_pointer  # `const T *&p` can change
+                if p.is_ref and not const_ref and a.type == "identifier":
+                    out.append(node_text(a))
+        return out
 
     def _has(self, node: Any, types: set[str], stop: set[str]) -> bool:
         stack = list(node.named_children)
@@ -801,6 +922,8 @@ class Walker:
 
     def for_statement(self, st: Any, ctx: Ctx, pragma: Any) -> Exits:
         line = self.line(st)
+        if pragma is None and not self.origin:
+            pragma = self.parsed.stray_pragmas.get(st.start_byte)
         acc = self.loop_acc.setdefault(self.key(st), LoopAcc(line, "for", self._pragma_unroll(pragma)))
         self.push()
         try:
@@ -821,34 +944,242 @@ class Walker:
             cond = st.child_by_field_name("condition")
             update = st.child_by_field_name("update")
             body = st.child_by_field_name("body")
+            declared_here = init is not None and init.type == "declaration"
+            if var is None and (init is None or init.type != "declaration"):
+                var = self._update_var(update, cond)  # `for (; i < n; i += stride)`
             assigned, declared = self._assigned_names(body) if body is not None else (set(), set())
-            changing = {n for n in assigned - declared if n != var}
+            updated = self._assigned_names(update)[0] if update is not None else set()
+            changing = {n for n in (assigned | updated) - declared if n != var}
+            affine = self._affine_steps(body, update, var, assigned | updated, declared, ctx) if changing else {}
+            if cond is not None and affine:
+                # a bound that moves with the loop (`i < j` with `--j`) has no closed-form trip count
+                in_cond = {node_text(n) for n in self._nodes(cond) if n.type == "identifier"}
+                affine = {n: v for n, v in affine.items() if n not in in_cond}
             reason_changes = f"changes across iterations of the loop at line {line}"
-            self._invalidate(changing, reason_changes)
+            self._invalidate(changing - set(affine), reason_changes)
+            entry = self.lookup(var) if var else None
             trips, history, why = self._trip_counts(var, cond, update, body, ctx, assigned)
-            self._loop_body(st, acc, body, cond, var, trips, history, why, ctx, line)
-            after = changing | ({var} if var else set())
+            self._loop_body(st, acc, body, cond, var, trips, history, why, ctx, line, affine)
+            after = (changing - set(affine)) | ({var} if var else set())
+            if trips is None or why is not None:  # unknown, or an upper bound (early exit)
+                after |= set(affine)
+            else:
+                # value after the loop: base + trips × step on every lane (0 trips: unchanged)
+                for name, (base, step) in affine.items():
+                    self._set_affine(name, base, step, trips)
+                if var and not declared_here and entry is not None and entry.arr is not None:
+                    step_op, step = self._step(var, update, ctx)
+                    if step_op == "add" and step is not None and step.arr is not None:
+                        self._set_affine(var, entry, step, trips)
+                        after.discard(var)
         finally:
             self.pop()
         self._invalidate(after - {var} if var in declared else after, f"value after the loop at line {line}")
         return Exits()
 
+    def _affine_steps(
+        self, body: Any, update: Any, var: str | None, assigned: set[str], declared: set[str], ctx: Ctx
+    ) -> dict[str, tuple[Value, Value]]:
+        """Variables that advance by a loop-invariant step each iteration: ``{name: (value at entry, step)}``.
+
+        ``p += s`` / ``p -= s`` / ``p++`` / ``p = p + s`` as statements of the loop body itself (not
+        under an ``if`` or an inner loop) or in the ``for`` update, where ``s`` names nothing the
+        loop changes, has no side effects and is known on every lane at loop entry, and nothing
+        else in the loop assigns ``p``. At iteration ``i`` the value is ``entry + i × step`` (the
+        pointer-advance idiom: ``A += BK; B += BK * N;``), so sampled iterations need not make it
+        unknown. Pointers (byte offset per lane) and numbers both qualify.
+        """
+        if ctx.value_unknown is not None:
+            return {}
+        if body is not None and self._has(
+            body, {"continue_statement"}, {"for_statement", "while_statement", "do_statement", "lambda_expression"}
+        ):
+            return {}  # lanes that `continue` skip the step: not the same step every iteration
+        exprs: list[Any] = []
+        if body is not None:
+            tops = body.named_children if body.type == "compound_statement" else [body]
+            for st in tops:
+                if st.type == "expression_statement":
+                    exprs.extend(self._comma_parts(c) for c in st.named_children)
+        if update is not None:
+            exprs.append(self._comma_parts(update))
+        incs: dict[str, list[tuple[int, Any]]] = {}
+        for parts in exprs:
+            for e in parts:
+                inc = self._increment(e)
+                if inc is not None and inc[0] != var:
+                    incs.setdefault(inc[0], []).append((inc[1], inc[2]))
+        if not incs:
+            return {}
+        counts: dict[str, int] = {}
+        for n in [x for x in (body, update) if x is not None]:
+            stack = [n]
+            while stack:
+                m = stack.pop()
+                target = None
+                if m.type == "assignment_expression":
+                    target = m.child_by_field_name("left")
+                elif m.type == "update_expression":
+                    target = m.child_by_field_name("argument")
+                elif m.type == "pointer_expression" and node_text(m.child_by_field_name("operator")) == "&":
+                    target = m.child_by_field_name("argument")  # address taken: may change through it
+                elif m.type == "call_expression":
+                    for name in self._ref_targets(m):  # passed by reference: may change in the call
+                        counts[name] = counts.get(name, 0) + 1
+                if target is not None and target.type == "identifier":
+                    counts[node_text(target)] = counts.get(node_text(target), 0) + 1
+                stack.extend(m.named_children)
+        forbidden = assigned | declared | ({var} if var else set())
+        out: dict[str, tuple[Value, Value]] = {}
+        for name, steps in incs.items():
+            if name in declared or counts.get(name, 0) != len(steps):
+                continue
+            base = self.lookup(name)
+            if base is None or (base.arr is None if base.ptr is None else base.ptr.offset is None):
+                continue
+            total: Value | None = ev.const(0)
+            for sign, expr in steps:
+                if expr is None:
+                    v = ev.const(1)
+                else:
+                    if not self._invariant_expr(expr, forbidden):
+                        total = None
+                        break
+                    v = self._peek(expr, ctx)
+                    if v.ptr is not None or v.arr is None or np.isnan(v.lanes(self.shape)[ctx.mask]).any():
+                        total = None
+                        break
+                total = ev.binary("+" if sign > 0 else "-", total, v)  # type: ignore[arg-type]
+            if total is None or total.arr is None:
+                continue
+            out[name] = (base, total)
+        return out
+
+    def _update_var(self, update: Any, cond: Any) -> str | None:
+        """The loop variable of a ``for`` without an initialiser: what the update changes, if the
+        condition reads it."""
+        if update is None or cond is None:
+            return None
+        for part in self._comma_parts(update):
+            target = None
+            if part.type == "update_expression":
+                target = part.child_by_field_name("argument")
+            elif part.type == "assignment_expression":
+                target = part.child_by_field_name("left")
+            if target is None or target.type != "identifier":
+                continue
+            name = node_text(target)
+            stack = [cond]
+            while stack:
+                n = stack.pop()
+                if n.type == "identifier" and node_text(n) == name:
+                    return name
+                stack.extend(n.named_children)
+        return None
+
+    @staticmethod
+    def _comma_parts(node: Any) -> list[Any]:
+        if node.type == "comma_expression":
+            return [
+                *Walker._comma_parts(node.child_by_field_name("left")),
+                *Walker._comma_parts(node.child_by_field_name("right")),
+            ]
+        return [node]
+
+    @staticmethod
+    def _increment(e: Any) -> tuple[str, int, Any] | None:
+        """``(name, sign, step expression or None for 1)`` when ``e`` adds a step to an identifier."""
+        if e.type == "update_expression":
+            arg = e.child_by_field_name("argument")
+            if arg is not None and arg.type == "identifier":
+                return node_text(arg), (1 if "++" in node_text(e) else -1), None
+            return None
+        if e.type != "assignment_expression":
+            return None
+        left, right = e.child_by_field_name("left"), e.child_by_field_name("right")
+        if left is None or right is None or left.type != "identifier":
+            return None
+        name = node_text(left)
+        op = node_text(e.child_by_field_name("operator"))
+        if op in ("+=", "-="):
+            return name, (1 if op == "+=" else -1), right
+        if op == "=" and right.type == "binary_expression":
+            rop = node_text(right.child_by_field_name("operator"))
+            rl, rr = right.child_by_field_name("left"), right.child_by_field_name("right")
+            if rop in ("+", "-") and rl is not None and rl.type == "identifier" and node_text(rl) == name:
+                return name, (1 if rop == "+" else -1), rr
+            if rop == "+" and rr is not None and rr.type == "identifier" and node_text(rr) == name:
+                return name, 1, rl
+        return None
+
+    @staticmethod
+    def _invariant_expr(expr: Any, forbidden: set[str]) -> bool:
+        stack = [expr]
+        while stack:
+            n = stack.pop()
+            if n.type in (
+                "call_expression",
+                "assignment_expression",
+                "update_expression",
+                "subscript_expression",
+                "pointer_expression",
+                "lambda_expression",
+            ):
+                return False
+            if n.type == "identifier" and node_text(n) in forbidden:
+                return False
+            if n.type == "field_expression":
+                arg = n.child_by_field_name("argument")
+                if arg is not None:
+                    stack.append(arg)
+                continue
+            stack.extend(n.named_children)
+        return True
+
+    def _set_affine(self, name: str, base: Value, step: Value, count: Any) -> None:
+        """Set ``name`` to ``base + count × step`` in the scope that holds it (all lanes)."""
+        n = Value(np.asarray(count, dtype=np.float64), False, frozenset())
+        delta = ev.binary("*", n, step)
+        if base.ptr is not None:
+            value = self._pointer_arith("+", base, delta)
+            value = replace(value, deps=base.deps | step.deps | {"loop"})
+        else:
+            value = ev.binary("+", base, delta)
+            value = replace(ev.convert(value, base.is_float), deps=base.deps | step.deps | {"loop"})
+        for scope in reversed(self.frames[-1].scopes):
+            if name in scope:
+                scope[name] = value
+                return
+
     def _trip_counts(
         self, var: str | None, cond: Any, update: Any, body: Any, ctx: Ctx, assigned: set[str]
     ) -> tuple[np.ndarray | None, np.ndarray | None, str | None]:
-        """Per-lane trip counts (and, for simulated loops, the variable's value per iteration)."""
+        """Per-lane trip counts (and, for simulated loops, the variable's value per iteration).
+
+        The reason is None for exact counts. A loop that can ``break``/``return`` early gets the
+        trip count of its condition as an *upper bound*, with a reason: the work under it is then
+        counted as at most that much (the cost model prices it as a worst case), and values the
+        loop leaves behind are unknown."""
+        trips, history, why = self._condition_trips(var, cond, update, body, ctx, assigned)
+        if body is not None and self._has(
+            body,
+            {"break_statement", "return_statement", "goto_statement"},
+            {"for_statement", "while_statement", "do_statement", "switch_statement", "lambda_expression"},
+        ):
+            if trips is None:
+                return None, None, f"the loop can exit early (break/return) and {why}"
+            return trips, history, "the loop can exit early (break/return): counted at its condition's trip count"
+        return trips, history, why
+
+    def _condition_trips(
+        self, var: str | None, cond: Any, update: Any, body: Any, ctx: Ctx, assigned: set[str]
+    ) -> tuple[np.ndarray | None, np.ndarray | None, str | None]:
         if cond is None:
             return None, None, "loop without a condition"
         if var is None:
             return None, None, "loop variable not recognised"
         if var in assigned:
             return None, None, f"loop variable `{var}` is modified in the body"
-        if body is not None and self._has(
-            body,
-            {"break_statement", "return_statement", "goto_statement"},
-            {"for_statement", "while_statement", "do_statement", "switch_statement", "lambda_expression"},
-        ):
-            return None, None, "the loop can exit early (break/return)"
         start = self.lookup(var)
         if start is None or start.arr is None:
             return None, None, f"start value of `{var}` is not determined ({start.reason if start else 'undeclared'})"
@@ -904,6 +1235,13 @@ class Walker:
 
     def _step(self, var: str, update: Any, ctx: Ctx) -> tuple[str | None, Value | None]:
         if update is None:
+            return None, None
+        if update.type == "comma_expression":
+            # `++i, p += 4`: the part that updates the loop variable (others are affine steps)
+            for part in self._comma_parts(update):
+                op, step = self._step(var, part, ctx)
+                if op is not None:
+                    return op, step
             return None, None
         if update.type == "update_expression":
             arg = update.child_by_field_name("argument")
@@ -983,20 +1321,24 @@ class Walker:
         why: str | None,
         ctx: Ctx,
         line: int,
+        affine: dict[str, tuple[Value, Value]] | None = None,
+        update: Any = None,
     ) -> None:
         cond_text = " ".join(node_text(cond).split()) if cond is not None else "(none)"
         bacc = self.branch_acc.setdefault(self.key(st), BranchAcc(line, cond_text, "loop"))
         start = self.lookup(var) if var else None
         tdep = False
+        bdep = False
         if cond is not None:
             prev = self.recording
             self.recording = False
             try:
-                tdep = "tid" in self.eval(cond, ctx).deps
+                deps = self.eval(cond, ctx).deps
+                tdep, bdep = "tid" in deps, "bid" in deps
             finally:
                 self.recording = prev
         bacc.thread_dependent = bacc.thread_dependent or tdep
-        loop_cond = Cond(f"loop condition `{cond_text}`", line, tdep)
+        loop_cond = Cond(f"loop condition `{cond_text}`", line, tdep, bdep)
         if body is None:
             return
         if trips is None:
@@ -1020,6 +1362,8 @@ class Walker:
             acc.add(tmax, varies, None)
             bacc.add(varying_warps(trips, ctx.mask), ctx.mask.any(axis=1), ctx.mult, self.lanes.tail_block)
         if tmax <= 0:
+            if self.recording and ctx.mask.any() and loop_cond.block_dependent:
+                self._unreached(body, replace(ctx, conds=(*ctx.conds, loop_cond)))
             return
         t = int(tmax)
         if t <= EXACT_TRIPS or history is not None:
@@ -1028,8 +1372,12 @@ class Walker:
             samples = [(i, 1.0) for i in range(t)]
         else:
             samples = [(0, 1.0), (t // 2, float(t - 2)), (t - 1, 1.0)]
-        _step_op, step = self._step(var, st.child_by_field_name("update"), ctx) if var else (None, None)
+        if update is None:
+            update = st.child_by_field_name("update")
+        _step_op, step = self._step(var, update, ctx) if var else (None, None)
         for it, weight in samples:
+            for name, (base, step_value) in (affine or {}).items():
+                self._set_affine(name, base, step_value, it)
             self.push()
             try:
                 if var is not None and start is not None:
@@ -1052,6 +1400,8 @@ class Walker:
                     mult=ctx.mult * weight,
                     conds=(*ctx.conds, loop_cond),
                     loop_lines=(*ctx.loop_lines, line),
+                    iters=(*ctx.iters, (line, it)),
+                    count_upper=ctx.count_upper or (f"loop at line {line}: {why}" if why else None),
                 )
                 self.statement(body, sub)
             finally:
@@ -1067,6 +1417,8 @@ class Walker:
         text = " ".join(node_text(cond).split()) if cond is not None else "?"
         why = f"{kind} loop: trip count is not evaluated"
         body = st.child_by_field_name("body")
+        if cond is not None and body is not None and self._counted_while(st, kind, acc, cond, body, ctx, line):
+            return Exits()
         assigned, declared = self._assigned_names(st)
         changing = assigned - declared
         self._invalidate(changing, f"changes across iterations of the loop at line {line}")
@@ -1080,12 +1432,79 @@ class Walker:
         sub = replace(
             ctx,
             count_unknown=ctx.count_unknown or reason,
-            conds=(*ctx.conds, Cond(f"loop condition `{text}`", line, "tid" in cv.deps)),
+            conds=(*ctx.conds, Cond(f"loop condition `{text}`", line, "tid" in cv.deps, "bid" in cv.deps)),
             loop_lines=(*ctx.loop_lines, line),
         )
         if body is not None:
             self.statement(body, sub)
         return Exits()
+
+    def _counted_while(self, st: Any, kind: str, acc: LoopAcc, cond: Any, body: Any, ctx: Ctx, line: int) -> bool:
+        """A ``while``/``do`` loop whose condition reads a counter that the body advances by a
+        loop-invariant step (``while (i < n) { ...; i += gridSize; }``, ``do { k += BK; ... } while
+        (k < K);``) is walked like the equivalent ``for`` loop; False when it is not one."""
+        if cond.type in ("assignment_expression", "update_expression") or self._has(
+            cond, {"assignment_expression", "update_expression"}, set()
+        ):
+            return False
+        assigned, declared = self._assigned_names(body)
+        tops = body.named_children if body.type == "compound_statement" else [body]
+        names_in_cond = {node_text(n) for n in self._nodes(cond) if n.type == "identifier"}
+        var = update = None
+        for top in tops:
+            if top.type != "expression_statement":
+                continue
+            for part in (p for c in top.named_children for p in self._comma_parts(c)):
+                inc = self._increment(part)
+                if inc is not None and inc[0] in names_in_cond and inc[0] not in declared:
+                    var, update = inc[0], part
+                    break
+            if var is not None:
+                break
+        if var is None:
+            return False
+        affine_all = self._affine_steps(body, None, None, assigned, declared, ctx)
+        if var not in affine_all:
+            return False
+        entry, _ = affine_all.pop(var)
+        if entry.ptr is not None or entry.arr is None:
+            return False
+        step_op, step = self._step(var, update, ctx)
+        if step_op != "add" or step is None or step.arr is None:
+            return False
+        changing = assigned - declared - {var}
+        affine_all = {n: v for n, v in affine_all.items() if n not in names_in_cond}
+        self._invalidate(changing - set(affine_all), f"changes across iterations of the loop at line {line}")
+        affine = {n: v for n, v in affine_all.items() if n in changing}
+        if kind == "do":
+            # the condition is tested after each iteration: 1 + the trips of the loop from entry + step
+            self._set_affine(var, entry, step, 1)
+            trips, history, why = self._trip_counts(var, cond, update, body, ctx, assigned - {var})
+            self._set_affine(var, entry, step, 0)
+            if history is not None:
+                trips, why = None, "do loop with a simulated trip count"
+            if trips is not None:
+                trips = np.where(ctx.mask, trips + 1, 0.0)
+            history = None
+        else:
+            trips, history, why = self._trip_counts(var, cond, update, body, ctx, assigned - {var})
+        self._loop_body(st, acc, body, cond, var, trips, history, why, ctx, line, affine, update)
+        if trips is None or why is not None:
+            self._invalidate(set(affine) | {var}, f"value after the loop at line {line}")
+        else:
+            for name, (base, inc) in affine.items():
+                self._set_affine(name, base, inc, trips)
+            self._set_affine(var, entry, step, trips)
+        return True
+
+    @staticmethod
+    def _nodes(node: Any) -> list[Any]:
+        out, stack = [], [node]
+        while stack:
+            n = stack.pop()
+            out.append(n)
+            stack.extend(n.named_children)
+        return out
 
     # ---------------------------------------------------------------- expressions
     def eval(self, node: Any, ctx: Ctx) -> Value:
@@ -1170,8 +1589,21 @@ class Walker:
         finally:
             self.recording = prev
 
+    def _ref_alias(self, name: str) -> Value | None:
+        """The address a reference parameter of the current call is bound to, if ``name`` is one."""
+        if not self.frames or not self.frames[-1].refs:
+            return None
+        frame = self.frames[-1]
+        for scope in reversed(frame.scopes):
+            if name in scope:
+                return frame.refs.get(name) if scope is frame.scopes[0] else None
+        return None
+
     def e_identifier(self, node: Any, ctx: Ctx) -> Value:
         name = node_text(node)
+        ref = self._ref_alias(name)
+        if ref is not None:
+            return self.memory_access(node, ctx, "load", ptr_value=ref)
         v = self.lookup(name)
         if v is not None:
             return v
@@ -1239,6 +1671,9 @@ class Walker:
     def count_flops(self, n: float, ctx: Ctx, is_float: bool, node: Any, *operands: Value) -> None:
         if not self.recording or not ctx.mask.any():
             return
+        self.warp_work += ctx.mask.any(axis=1)
+        if ctx.count_upper is not None and ctx.count_unknown is None:
+            self.flops_upper.add(f"line {self.line(node)}: {ctx.count_upper}")
         if ctx.count_unknown is not None:
             self.flops_unknown.append(f"line {self.line(node)}: {ctx.count_unknown}")
             return
@@ -1283,8 +1718,12 @@ class Walker:
             b = self.eval(alt, sub) if alt is not None else ev.unknown("?")
         else:
             truth = carr != 0
-            a = self.eval(cons, replace(ctx, mask=ctx.mask & truth)) if cons is not None else ev.unknown("?")
-            b = self.eval(alt, replace(ctx, mask=ctx.mask & ~truth)) if alt is not None else ev.unknown("?")
+            gate = "bid" in c.deps and bool(ctx.mask.any())
+            m_a, m_b = ctx.mask & truth, ctx.mask & ~truth
+            a = (self.eval(cons, replace(ctx, mask=m_a, block_gated=ctx.block_gated or (gate and not m_a.any())))
+                 if cons is not None else ev.unknown("?"))
+            b = (self.eval(alt, replace(ctx, mask=m_b, block_gated=ctx.block_gated or (gate and not m_b.any())))
+                 if alt is not None else ev.unknown("?"))
         if a.ptr is not None or b.ptr is not None:
             return ev.unknown("pointer chosen by a condition is not traced")
         return ev.select(c, a, b)
@@ -1322,7 +1761,11 @@ class Walker:
                 new = ev.binary("+", old, delta)
                 if new.is_float:
                     self.count_flops(1, ctx, True, node, old)
-            self.set_var(node_text(arg), new, ctx)
+            ref = self._ref_alias(node_text(arg))
+            if ref is not None:
+                self.memory_access(arg, ctx, "store", ptr_value=ref)
+            else:
+                self.set_var(node_text(arg), new, ctx)
             return new if text.startswith(("++", "--")) else old
         # a[i]++ : load + store
         self.memory_access(arg, ctx, "load")
@@ -1351,6 +1794,10 @@ class Walker:
             decl_float = self.declared_float(name)
             if new.ptr is None and decl_float is not None:
                 new = ev.convert(new, decl_float)
+            ref = self._ref_alias(name)
+            if ref is not None:
+                self.memory_access(left, ctx, "store", ptr_value=ref)
+                return new
             self.set_var(name, new, ctx)
             return new
         if left.type in ("subscript_expression", "pointer_expression"):
@@ -1398,6 +1845,9 @@ class Walker:
         if node.type == "pointer_expression" and node_text(node.child_by_field_name("operator")) == "*":
             return self.eval(node.child_by_field_name("argument"), ctx)
         if node.type == "identifier":
+            ref = self._ref_alias(node_text(node))
+            if ref is not None:
+                return ref
             v = self.eval(node, ctx)
             if v.ptr is not None and v.ptr.space in ("shared", "global", "constant"):
                 return v  # address of a __shared__ scalar
@@ -1500,19 +1950,76 @@ class Walker:
         if acc is None:
             acc = self.global_acc[key] = GlobalAcc(self.line(node), kind, p.base, p.elem, read_only, text)
         acc.read_only = acc.read_only or read_only
+        self._note_unreached(acc, ctx)
         if p.space == "unknown":
             acc.unknown = acc.unknown or (p.reason or "pointer not traced")
+            self._count_blind(acc, ctx)
             return
         addr = self._lane_addresses(acc, ctx, p)
         if addr is None:
+            self._count_blind(acc, ctx)
             return
         sec, useful = memory.sectors_per_warp(addr, p.elem.size, ctx.mask)
         active = ctx.mask.any(axis=1)
+        self.warp_work += active
+        acc.count_upper = acc.count_upper or ctx.count_upper
         acc.requests += float(ctx.mult[active].sum())
         acc.sectors += float((ctx.mult * sec).sum())
         acc.useful += float((ctx.mult * useful).sum())
         if acc.first_warp is None and active[0]:
             acc.first_warp = int(sec[0])
+        acc.lines += float((ctx.mult * memory.lines_per_warp(addr, p.elem.size, ctx.mask)).sum())
+        if len(acc.visits) < MAX_REUSE_VISITS:
+            acc.visits.append((ctx.iters, np.array(addr, dtype=np.float64), ctx.mask.copy(), ctx.mult.copy()))
+        else:
+            acc.visits_dropped += 1
+        if kind == "atomic":
+            lanes = ctx.mask.sum(axis=1)
+            acc.atomic_ops += float((ctx.mult * lanes).sum())
+            acc.atomic_serial += float((ctx.mult * memory.same_address_lanes(addr, ctx.mask)).sum())
+            if acc.atomic_addresses is not None:
+                values, inverse = np.unique(addr[ctx.mask], return_inverse=True)
+                weights = np.bincount(inverse, weights=np.broadcast_to(ctx.mult[:, None], self.shape)[ctx.mask])
+                for v, wgt in zip(values.tolist(), weights.tolist(), strict=True):
+                    acc.atomic_addresses[v] = acc.atomic_addresses.get(v, 0.0) + wgt
+                if len(acc.atomic_addresses) > ATOMIC_ADDRESS_CAP:
+                    acc.atomic_addresses = None
+
+    def _unreached(self, st: Any, ctx: Ctx) -> None:
+        """A statement with work that no sampled thread reaches, behind a blockIdx-dependent
+        condition: blocks outside the sample may run it, so its work is not counted (``uncounted``
+        unless every block was walked)."""
+        key = self.key(st)
+        if key in self.unreached or not _does_work(st):
+            return
+        cond = next((c for c in reversed(ctx.conds) if c.block_dependent), None)
+        why = f"under `{cond.text}` (line {cond.line})" if cond else "after a blockIdx-dependent return"
+        self.unreached[key] = (f"line {self.line(st)}: reached by no sampled block {why}; "
+                               "blocks outside the sample may run it")
+
+    def unreached_work(self) -> list[str]:
+        """Statements flagged by :meth:`_unreached` that no sampled thread reached in the end."""
+        return [msg for key, msg in self.unreached.items() if key not in self._reached]
+
+    def _note_unreached(self, acc: GlobalAcc | SharedAcc, ctx: Ctx) -> None:
+        """Remember that no sampled lane reached this site while a blockIdx-dependent condition (or
+        an earlier blockIdx-dependent return) stood in the way: unsampled blocks may reach it, so
+        "never executed" is then unknown rather than zero."""
+        if self.recording and not ctx.mask.any() and (self.block_dependent_exit or ctx.block_gated):
+            acc.unreached_block_dependent = True
+
+    def _count_blind(self, acc: GlobalAcc, ctx: Ctx) -> None:
+        """Count the requests of an access whose addresses are not determined (a gather, a
+        histogram's bins): how many happen is still known, only where they go is not, so the cost
+        model can price them at their worst case instead of leaving them out."""
+        active = ctx.mask.any(axis=1)
+        if acc.unknown is None or not active.any():
+            return
+        if ctx.count_unknown is not None:
+            acc.count_unknown = acc.count_unknown or ctx.count_unknown
+        self.warp_work += active
+        acc.blind_requests += float(ctx.mult[active].sum())
+        acc.blind_lanes += float((ctx.mult * ctx.mask.sum(axis=1)).sum())
 
     def _lane_addresses(self, acc: Any, ctx: Ctx, p: Ptr) -> np.ndarray | None:
         """Per-lane byte addresses of an access by the active lanes, or None when there is nothing
@@ -1538,22 +2045,41 @@ class Walker:
         acc = self.shared_acc.get(key)
         if acc is None:
             acc = self.shared_acc[key] = SharedAcc(self.line(node), kind, p.base, p.elem, text)
+        self._note_unreached(acc, ctx)
         addr = self._lane_addresses(acc, ctx, p)
         if addr is None:
             return
-        ways, waves = memory.bank_ways(addr, p.elem.size, ctx.mask)
+        if kind == "atomic":
+            # no broadcast for atomics: every lane's read-modify-write is served by its bank in turn
+            ways = waves = memory.atomic_bank_ways(addr, p.elem.size, ctx.mask)
+        else:
+            ways, waves = memory.bank_ways(addr, p.elem.size, ctx.mask)
         active = ctx.mask.any(axis=1)
+        self.warp_work += active
+        acc.count_upper = acc.count_upper or ctx.count_upper
         acc.requests += float(ctx.mult[active].sum())
         acc.wavefronts += float((ctx.mult * waves).sum())
         acc.ways = max(acc.ways, int(ways.max()))
 
     # ---------------------------------------------------------------- calls
     def _callee_name(self, fn: Any) -> tuple[str, Any]:
-        if fn.type == "template_function":
-            return node_text(fn.child_by_field_name("name")), fn.child_by_field_name("arguments")
+        """The called function's name and its explicit template arguments (``wt::f<BM, 4>`` → f)."""
+        inner = fn
+        while inner is not None and inner.type == "qualified_identifier":
+            inner = inner.child_by_field_name("name")
+        if inner is not None and inner.type == "template_function":
+            return node_text(inner.child_by_field_name("name")), inner.child_by_field_name("arguments")
         if fn.type == "qualified_identifier":
-            return node_text(fn).split("::")[-1], None
+            return node_text(fn).split("::")[-1].split("<")[0], None
         return node_text(fn), None
+
+    @staticmethod
+    def _callee_scope(fn: Any) -> str:
+        """The namespace qualifier of a call (``wt::f`` → ``wt``), ``""`` when unqualified."""
+        if fn.type != "qualified_identifier":
+            return ""
+        text = node_text(fn.child_by_field_name("name") or fn)
+        return node_text(fn)[: -len(text)].rstrip(":").strip() if text else ""
 
     def e_call_expression(self, node: Any, ctx: Ctx) -> Value:
         fn = node.child_by_field_name("function")
@@ -1643,11 +2169,90 @@ class Walker:
         if macro is not None and macro.params is not None:
             return self.expand_call(macro, args, node, ctx)
         if name in self.parsed.functions and not any(f.is_kernel for f in self.parsed.functions[name]):
-            return self.inline_call(name, args, node, ctx)
-        vals = [self.eval(a, ctx) for a in args]
+            return self.inline_call(name, args, node, ctx, targs, self._callee_scope(fn))
+        if len(args) == 1 and (fn.type in ("primitive_type", "sized_type_specifier") or self._is_type(name)):
+            return self.cast(name, self.eval(args[0], ctx))  # functional cast: float(i), T(0)
+        # a reference parameter passed on is its address, not a load
+        aliases = [self._ref_alias(node_text(a)) if a.type == "identifier" else None for a in args]
+        vals = [alias if alias is not None else self.eval(a, ctx) for a, alias in zip(args, aliases, strict=True)]
         deps = frozenset().union(*(v.deps for v in vals)) if vals else frozenset()
         is_float = name.endswith("f") or any(v.is_float for v in vals)
-        return ev.unknown(f"result of `{name}()`", deps | {"data"}, is_float)
+        if fn.type in ("primitive_type", "sized_type_specifier") or self._is_type(name) or work_free_call(name):
+            return ev.unknown(f"result of `{name}()`", deps | {"data"}, is_float)
+        return self._unfollowed(name, "it is not defined in the analysed source", node, ctx, vals)
+
+    def _is_type(self, name: str) -> bool:
+        if name in self.typedefs or self.elem(name).size is not None:
+            return True
+        if self.frames and len(self.frames) > 1:
+            return name in self.frames[-1].type_params
+        return any(tp.kind == "type" and tp.name == name for tp in self.kernel.template)
+
+    def _unfollowed(self, name: str, why: str, node: Any, ctx: Ctx, vals: list[Value]) -> Value:
+        """A call whose body is not walked: what it may do is unknown, never zero.
+
+        Its FLOPs make the kernel's FLOPs unknown, and every global/shared pointer passed to it is
+        an access whose address and count are unknown (so global traffic is unknown too).
+        """
+        line = self.line(node)
+        msg = f"line {line}: call to `{name}()` is not followed: {why}"
+        self.note(msg)
+        if self.recording and ctx.mask.any():
+            self.flops_unknown.append(f"{msg} (the FLOPs it does are not counted)")
+            for v in vals:
+                self._hidden_access(v, node, ctx, f"passed to `{name}()`, which is not followed ({why})")
+        deps = frozenset().union(*(v.deps for v in vals)) if vals else frozenset()
+        return ev.unknown(f"result of `{name}()` (not followed)", deps | {"data"}, any(v.is_float for v in vals))
+
+    def _hidden_access(self, v: Value, node: Any, ctx: Ctx, reason: str) -> None:
+        """Record an access through ``v`` that happens out of sight (unfollowed call, inline asm)."""
+        p = v.ptr
+        if p is None or p.space in ("local", "constant"):
+            return
+        hidden = Value(None, False, v.deps, None, replace(p, offset=None, reason=reason))
+        # neither where nor how often: the call may access the memory any number of times
+        self.memory_access(node, replace(ctx, count_unknown=ctx.count_unknown or reason), "load", ptr_value=hidden)
+
+    def e_gnu_asm_expression(self, node: Any, ctx: Ctx) -> Value:
+        """Inline PTX: outputs become unknown; memory instructions and floating-point arithmetic in
+        it are work the analysis cannot see, so traffic/FLOPs become unknown rather than zero."""
+        line = self.line(node)
+        text = " ".join(
+            node_text(c) for c in node.named_children if c.type in ("string_literal", "concatenated_string")
+        )
+        inputs: list[Value] = []
+        outputs: list[Any] = []
+        for lst in node.named_children:
+            if lst.type == "gnu_asm_input_operand_list":
+                for op in lst.named_children:
+                    e = op.child_by_field_name("value") or (op.named_children[-1] if op.named_children else None)
+                    if e is not None:
+                        inputs.append(self.eval(e, ctx))
+            elif lst.type == "gnu_asm_output_operand_list":
+                for op in lst.named_children:
+                    e = op.child_by_field_name("value") or (op.named_children[-1] if op.named_children else None)
+                    if e is not None:
+                        outputs.append(e)
+        why = f"inline asm at line {line}"
+        if self.recording and ctx.mask.any():
+            if _ASM_FLOPS.search(text):
+                msg = f"line {line}: inline asm does floating-point arithmetic that is not counted"
+                self.note(msg)
+                self.flops_unknown.append(msg)
+            if _ASM_MEMORY.search(text):
+                self.note(f"line {line}: inline asm accesses memory; those accesses are unknown")
+                hidden = [v for v in inputs if v.ptr is not None and v.ptr.space not in ("local", "constant")]
+                if not hidden:
+                    space = "shared" if ".shared" in text and ".global" not in text else "unknown"
+                    hidden = [Value(None, False, frozenset(), None, Ptr(space, "asm", None, Elem("?", None, False)))]
+                for v in hidden:
+                    self._hidden_access(v, node, ctx, f"accessed by {why}")
+        for e in outputs:
+            if e.type == "identifier":
+                self.set_var(node_text(e), ev.unknown(f"output of {why}", frozenset({"data"})), ctx)
+            elif e.type in ("subscript_expression", "pointer_expression"):
+                self.memory_access(e, ctx, "store")
+        return ev.unknown(f"result of {why}")
 
     def expand_call(self, macro: Any, args: list[Any], node: Any, ctx: Ctx) -> Value:
         if len(args) != len(macro.params):
@@ -1659,42 +2264,171 @@ class Walker:
         body = pattern.sub(lambda m: subst[m.group(1)], macro.body)  # simultaneous, like cpp
         return self.expand(body, node, ctx)
 
-    def inline_call(self, name: str, args: list[Any], node: Any, ctx: Ctx) -> Value:
-        vals = [self.eval(a, ctx) for a in args]
-        defs = self.parsed.functions[name]
+    def _pick_definition(self, name: str, nargs: int, scope: str) -> tuple[FunctionDef | None, str]:
+        """The definition a call with ``nargs`` arguments resolves to (by namespace, then arity)."""
+        defs = [f for f in self.parsed.functions[name] if not f.is_kernel and f.body is not None]
+        if scope:
+            scoped = [f for f in defs if f.scope == scope or f.scope.endswith("::" + scope)]
+            defs = scoped or defs
+        if not defs:
+            return None, "it has no body in the analysed source"
+
+        def arity(f: FunctionDef) -> tuple[int, int]:
+            ps = [p for p in f.params if p.name or p.type_text.strip() != "void"]
+            return sum(1 for p in ps if p.default is None), len(ps)
+
+        fit = [f for f in defs if arity(f)[0] <= nargs <= arity(f)[1]]
+        if len(fit) == 1:
+            return fit[0], ""
+        if not fit:
+            return None, f"no definition of it takes {nargs} arguments"
+        return None, f"it is overloaded ({len(fit)} definitions take {nargs} arguments; overloads are not resolved)"
+
+    def _bind_template(
+        self, fdef: FunctionDef, targs: Any, vals: list[tuple[str, Value]], line: int
+    ) -> tuple[dict[str, Value], dict[str, str]]:
+        """Template parameter values and types of a call: explicit arguments (evaluated where the
+        call is), then deduction from the arguments (a type parameter naming a parameter's type
+        takes the argument's element type; a scalar's is `float` or `int`), then defaults. A value
+        still missing is unknown (and said so)."""
+        given = [c for c in targs.named_children if c.type != "comment"] if targs is not None else []
+        values: dict[str, Value] = {}
+        types: dict[str, str] = dict(self.typedefs)
+        saved_values, saved_types = self.template_values, self.typedefs
+        try:
+            for i, tp in enumerate(fdef.template):
+                if i < len(given):
+                    text = node_text(given[i]).strip()
+                    if tp.kind == "type":
+                        types[tp.name] = self.typedefs.get(text, text)
+                    else:
+                        values[tp.name] = self._constant(text, f"template argument `{text}` of `{fdef.name}()`")
+                    continue
+                if tp.kind == "type":
+                    deduced = self._deduce_type(tp.name, fdef, vals)
+                    if deduced is not None:
+                        types[tp.name] = deduced
+                        continue
+                if tp.default is not None:
+                    self.template_values, self.typedefs = values, types
+                    if tp.kind == "type":
+                        types[tp.name] = self.typedefs.get(tp.default, tp.default)
+                    else:
+                        values[tp.name] = self._constant(tp.default, f"default of `{tp.name}`")
+                    self.template_values, self.typedefs = saved_values, saved_types
+                    continue
+                why = f"template parameter `{tp.name}` of `{fdef.name}()` has no value (not given/deduced/defaulted)"
+                self.note(f"line {line}: {why}")
+                if tp.kind != "type":
+                    values[tp.name] = ev.unknown(why)
+        finally:
+            self.template_values, self.typedefs = saved_values, saved_types
+        return values, types
+
+    def _constant(self, text: str, what: str) -> Value:
+        v = self._eval_text(text)
+        arr = v.lanes(self.shape)
+        if arr is None or not np.isfinite(arr).all() or not np.all(arr == arr.flat[0]):
+            return ev.unknown(f"{what} is not a known constant ({v.reason or 'differs across threads'})")
+        return Value(np.asarray(float(arr.flat[0])), v.is_float, frozenset())
+
+    def _deduce_type(self, tname: str, fdef: FunctionDef, vals: list[tuple[str, Value]]) -> str | None:
+        for p, (kind, v) in zip(fdef.params, vals, strict=False):
+            if tname not in re.findall(r"\w+", p.type_text):
+                continue
+            if kind == "ref":
+                return v.ptr.elem.name if v.ptr is not None and v.ptr.elem.name != "?" else None
+            if v.ptr is not None and p.is_pointer and v.ptr.elem.size is not None:
+                return v.ptr.elem.name
+            if v.ptr is None and not p.is_pointer:
+                return "float" if v.is_float else "int"
+        return None
+
+    def _bind_arg(self, p: Any, a: Any, ctx: Ctx) -> tuple[str, Value]:
+        """Evaluate argument ``a`` for parameter ``p``: ``("ref", address)`` for a reference bound to
+        global/shared memory (the callee's reads and writes of it are accesses), else ``("val", v)``."""
+        if p is not None and p.is_ref and not p.is_pointer:
+            if a.type == "identifier":
+                alias = self._ref_alias(node_text(a))
+                if alias is not None:
+                    return "ref", alias
+            elif a.type in ("subscript_expression", "pointer_expression", "parenthesized_expression"):
+                addr = self.address(a, ctx)
+                if addr.ptr is not None and addr.ptr.space in ("global", "shared", "unknown"):
+                    return "ref", addr
+        return "val", self.eval(a, ctx)
+
+    def inline_call(self, name: str, args: list[Any], node: Any, ctx: Ctx, targs: Any = None, scope: str = "") -> Value:
+        """Walk a ``__device__`` function's body with its parameters bound to the arguments.
+
+        Template parameters come from the explicit arguments (evaluated at the call), deduction or
+        defaults; pointer and array arguments keep their allocation and offsets (register tiles
+        passed as ``float *regM`` stay local arrays); reference parameters write back to the
+        caller's variable, or alias the memory they were bound to. A call that cannot be followed
+        (no unique definition, recursion, depth > MAX_CALL_DEPTH) makes FLOPs and the traffic through
+        its pointer arguments unknown."""
         line = self.line(node)
-        if len(defs) != 1 or defs[0].body is None:
-            return ev.unknown(f"`{name}()` is overloaded or has no body", frozenset({"data"}))
-        fdef = defs[0]
-        self.called_functions.add(name)
+        fdef, why = self._pick_definition(name, len(args), scope)
+        params = [p for p in fdef.params if p.name or p.type_text.strip() != "void"] if fdef is not None else []
+        bound = [self._bind_arg(params[i] if i < len(params) else None, a, ctx) for i, a in enumerate(args)]
+        vals = [v for _kind, v in bound]
+        if fdef is None:
+            return self._unfollowed(name, why, node, ctx, vals)
         if len(self.frames) > MAX_CALL_DEPTH or name in self._call_stack:
-            self.note(f"line {line}: call to `{name}()` not followed (recursion or depth > {MAX_CALL_DEPTH})")
-            return ev.unknown(f"result of `{name}()`", frozenset({"data"}))
-        if fdef.template:
-            self.note(f"line {line}: `{name}()` is a template; its template parameters are unknown inside it")
-        frame = Frame([{}], [{}])
+            why = "recursion" if name in self._call_stack else f"calls nest deeper than {MAX_CALL_DEPTH}"
+            return self._unfollowed(name, why, node, ctx, vals)
+        self.called_functions.add(name)
+        tvalues, ttypes = self._bind_template(fdef, targs, bound, line)
+        frame = Frame([{}], [{}], type_params=frozenset(tp.name for tp in fdef.template if tp.kind == "type"))
+        writeback: dict[str, str] = {}
+        saved_values, saved_types = self.template_values, self.typedefs
         self.frames.append(frame)
         self._call_stack.append(name)
+        self.template_values, self.typedefs = tvalues, ttypes
+        final: dict[str, Value | None] = {}
         try:
-            for p, v in zip(fdef.params, vals, strict=False):
+            for i, p in enumerate(params):
                 if not p.name:
                     continue
+                if i < len(bound):
+                    kind, v = bound[i]
+                elif p.default is not None:
+                    kind, v = "val", self._eval_text(p.default)
+                else:
+                    continue
+                el = self.elem(p.type_text)
+                if kind == "ref":
+                    frame.refs[p.name] = v
+                    alias = ev.unknown(f"reference `{p.name}` to memory", frozenset({"data"}))
+                    self.declare(p.name, alias, el.is_float)
+                    continue
+                if p.is_ref and i < len(args) and args[i].type == "identifier":
+                    writeback[p.name] = node_text(args[i])
                 if p.is_pointer and v.ptr is None:
                     v = Value(
                         None,
                         False,
                         v.deps,
                         v.reason,
-                        Ptr("unknown", p.name, None, self.elem(p.type_text), reason=v.reason),
+                        Ptr("unknown", p.name, None, el, reason=v.reason),
                     )
-                el = self.elem(p.type_text)
+                elif p.is_pointer and v.ptr is not None and el.size is not None:
+                    old = v.ptr.elem
+                    if (old.size, old.is_float, old.width) != (el.size, el.is_float, el.width):
+                        v = replace(v, ptr=replace(v.ptr, elem=el, dims=()))
                 if not p.is_pointer and v.ptr is None:
                     v = ev.convert(v, el.is_float) if el.size is not None else v
                 self.declare(p.name, v, el.is_float)
             self.block(fdef.body, ctx)
+            final = {pn: frame.scopes[0].get(pn) for pn in writeback}
         finally:
             self.frames.pop()
             self._call_stack.pop()
+            self.template_values, self.typedefs = saved_values, saved_types
+        for pn, caller_name in writeback.items():
+            v = final.get(pn)
+            if v is not None:
+                self.set_var(caller_name, v, ctx)
         if not frame.returns:
             return ev.unknown(f"`{name}()` returns no value", frozenset({"data"}))
         out: Value | None = None

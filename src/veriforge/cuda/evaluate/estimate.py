@@ -5,9 +5,14 @@ The static analysis and the cost model price one launch of one kernel, so this m
 the host code (:func:`veriforge.cuda.analysis.host.host_launches`: loops, helper functions,
 ``dim3`` members, ternaries, SM-count-sized grids...), analyses each distinct launch once and sums
 the estimates. Anything it cannot determine makes the time *unknown with the reason*, never a
-guess. Deliberate assumptions (the device is the modelled GPU, runtime calls succeed, a launch of
-a kernel with no modelled work costs only the launch overhead) are listed in the measurement's
-details.
+guess: a launch whose cost-model estimate is unknown (work the analysis could not count) makes its
+configuration's time unknown, with the estimate's reasons prefixed by the launch and the lower
+bound of the counted work (:class:`ConfigEstimate`). Deliberate assumptions (the device is the
+modelled GPU, runtime calls succeed, a launch of a kernel with no modelled work costs only the
+launch overhead) and the model's own assumptions per launch are listed too.
+:func:`estimate_candidate` gives every configuration's record (:class:`CandidateEstimate`, what
+the harness keeps in ``details["estimate"]``); a ``time_s`` measurement exists only for a complete
+configuration, so the candidate has an estimated score only when every configuration has one.
 
 :func:`estimate_torch_impl` does the same for a torch2cuda implementation's ``extern "C"`` launchers,
 binding their scalar arguments from the ``_ext.fn(...)`` call in ``forward`` (``x.size(0)``,
@@ -17,6 +22,7 @@ binding their scalar arguments from the ``_ext.fn(...)`` call in ``forward`` (``
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +31,15 @@ from veriforge.cuda.tasks.schema import TaskSpec
 
 from .backend import CCase
 
-__all__ = ["DEFAULT_GPU", "MAX_DISTINCT_LAUNCHES", "estimate_c", "estimate_launches", "estimate_torch_impl"]
+__all__ = ["DEFAULT_GPU", "ESTIMATE_VERSION", "MAX_DISTINCT_LAUNCHES", "CandidateEstimate", "ConfigEstimate",
+           "estimate_c", "estimate_candidate", "estimate_launches", "estimate_torch_configs", "estimate_torch_impl"]
 
 DEFAULT_GPU = "H100-SXM"
 MAX_DISTINCT_LAUNCHES = 256
+#: Part of the evaluation cache key: results cached before unknown work made a time unknown are stale.
+#: 2: a launch with uncounted work makes its configuration's time unknown (with the reasons).
+ESTIMATE_VERSION = "estimate/2"
+STATUSES = ("exact", "upper_bound", "unknown")
 
 
 class _Unknown(Exception):
@@ -39,13 +50,86 @@ def _template_map(kdef: Any, values: tuple[Any, ...]) -> dict[str, Any]:
     return {tp.name: v for tp, v in zip(kdef.template, values, strict=False)}
 
 
-def estimate_launches(source: str, entry: str, scalars: dict[str, Any], gpu: str = DEFAULT_GPU,
-                      cache: dict[Any, Any] | None = None, inputs: dict[str, Any] | None = None
-                      ) -> tuple[float, list[dict[str, Any]], dict[str, Any], list[str]]:
-    """(total seconds, per-launch details, features, assumptions) of ``entry`` for ``scalars``.
+def _dims(d: tuple[int, ...]) -> str:
+    dims = list(d)
+    while len(dims) > 1 and dims[-1] == 1:
+        dims.pop()
+    return "x".join(str(x) for x in dims)
 
-    Raises :class:`_Unknown` (with the reason) when the launches or one of their costs cannot be
-    determined. ``cache`` (keyed by launch) lets several configurations share analyses.
+
+def _unique(items: Any) -> list[str]:
+    return list(dict.fromkeys(str(i) for i in items))
+
+
+@dataclass
+class ConfigEstimate:
+    """The cost model's time for every launch of one configuration (or one launcher call).
+
+    ``time_s`` is None when some work could not be counted (``unknown`` says what, each reason
+    prefixed by the launch it belongs to): never a partial sum. ``lower_bound_s`` is the time of
+    the counted work (None when not even the launches are known); ``worst_case`` lists parts priced
+    at their worst case (the time is then an upper bound, status ``upper_bound``).
+    """
+
+    time_s: float | None
+    lower_bound_s: float | None
+    launches: list[dict[str, Any]] = field(default_factory=list)
+    features: dict[str, Any] = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    worst_case: list[str] = field(default_factory=list)
+    analysis_unknowns: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.time_s is not None
+
+    @property
+    def status(self) -> str:
+        if not self.complete:
+            return "unknown"
+        return "upper_bound" if self.worst_case else "exact"
+
+    @classmethod
+    def unknown_because(cls, reason: str) -> ConfigEstimate:
+        return cls(time_s=None, lower_bound_s=None, unknown=[reason])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able record (features left out: they travel in the result's features)."""
+        return {"time_s": self.time_s, "lower_bound_s": self.lower_bound_s, "status": self.status,
+                "complete": self.complete, "unknown": list(self.unknown), "worst_case": list(self.worst_case),
+                "assumptions": list(self.assumptions), "analysis_unknowns": list(self.analysis_unknowns),
+                "launches": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in ln.items()}
+                             for ln in self.launches]}
+
+    def note(self, config: str) -> str:
+        """One line for a configuration whose time is unknown."""
+        bound = "" if self.lower_bound_s is None else f" (lower bound {self.lower_bound_s * 1e6:.2f} µs)"
+        return f"config {config!r}: estimated time unknown: {'; '.join(self.unknown)}{bound}"
+
+
+def _combine(parts: list[ConfigEstimate]) -> ConfigEstimate:
+    """Several launchers' estimates run one after another (a torch2cuda forward)."""
+    times = [p.time_s for p in parts]
+    bounds = [p.lower_bound_s for p in parts]
+    out = ConfigEstimate(time_s=None if any(t is None for t in times) else sum(t for t in times if t is not None),
+                         lower_bound_s=None if any(b is None for b in bounds)
+                         else sum(b for b in bounds if b is not None))
+    for p in parts:
+        out.launches += p.launches
+        out.features.update(p.features)
+        for name in ("assumptions", "unknown", "worst_case", "analysis_unknowns"):
+            setattr(out, name, _unique([*getattr(out, name), *getattr(p, name)]))
+    return out
+
+
+def estimate_launches(source: str, entry: str, scalars: dict[str, Any], gpu: str = DEFAULT_GPU,
+                      cache: dict[Any, Any] | None = None, inputs: dict[str, Any] | None = None) -> ConfigEstimate:
+    """The estimate of every launch ``entry`` makes for ``scalars``, summed (a :class:`ConfigEstimate`).
+
+    When the launches or one of their costs cannot be determined the time is unknown with the
+    reasons (host-code reasons as they are; launch reasons prefixed by ``kernel<<<grid, block>>>
+    (line N)``), never a guess. ``cache`` (keyed by launch) lets several configurations share analyses.
     """
     from veriforge.cuda import analysis, costmodel
     from veriforge.cuda.analysis.host import HostUnknownError, host_launches
@@ -55,7 +139,7 @@ def estimate_launches(source: str, entry: str, scalars: dict[str, Any], gpu: str
     try:
         run = host_launches(parsed, entry, scalars, gpu=gpu, inputs=inputs)
     except HostUnknownError as exc:
-        raise _Unknown(str(exc)) from None
+        return ConfigEstimate.unknown_because(str(exc))
     cache = {} if cache is None else cache
     assumptions = list(run.assumptions)
     if not run.launches:
@@ -63,81 +147,175 @@ def estimate_launches(source: str, entry: str, scalars: dict[str, Any], gpu: str
     distinct = {(ln.kernel, ln.grid, ln.block, ln.smem, ln.args, ln.template_args, ln.addresses)
                 for ln in run.launches}
     if len(distinct) > MAX_DISTINCT_LAUNCHES:
-        raise _Unknown(f"{len(run.launches)} launches with {len(distinct)} distinct configurations "
-                       f"(more than {MAX_DISTINCT_LAUNCHES} are not analysed)")
-    total, details, features = 0.0, [], {}
+        return ConfigEstimate.unknown_because(
+            f"{len(run.launches)} launches with {len(distinct)} distinct configurations "
+            f"(more than {MAX_DISTINCT_LAUNCHES} are not analysed)")
+    overhead = costmodel.CostConstants().launch_overhead_s
+    total: float | None = 0.0
+    lower = 0.0
+    details: list[dict[str, Any]] = []
+    features: dict[str, Any] = {}
+    unknown: list[str] = []
+    worst: list[str] = []
+    seen_unknowns: list[str] = []
     kernels = {ln.kernel for ln in run.launches}
     featured: set[str] = set()
     for ln in run.launches:
         key = (ln.kernel, ln.grid, ln.block, ln.smem, ln.args, ln.template_args, ln.addresses)
+        where = f"{ln.kernel}<<<{_dims(ln.grid)}, {_dims(ln.block)}>>> (line {ln.line})"
         if key not in cache:
-            try:
-                kdef = find_kernel(parsed, ln.kernel)
-            except analysis.AnalysisError as exc:
-                raise _Unknown(f"line {ln.line}: {exc}") from None
-            params = {p.name: v for p, v in zip(kdef.params, ln.args, strict=False)
-                      if not p.is_pointer and v is not None}
-            # pointer arguments' synthetic addresses: kernel-side alignment tests resolve like the host's
-            params.update({p.name: a for p, a in zip(kdef.params, ln.addresses, strict=False)
-                           if p.is_pointer and a is not None})
-            try:
-                rep = analysis.analyze(source, kernel=ln.kernel, grid=ln.grid, block=ln.block, params=params,
-                                       dynamic_smem=ln.smem, template_args=_template_map(kdef, ln.template_args))
-            except analysis.LaunchConfigError as exc:
-                raise _Unknown(f"line {ln.line}: launch of {ln.kernel} <<<{ln.grid}, {ln.block}>>>: {exc}") from None
-            try:
-                est = costmodel.estimate(rep, gpu)
-                cache[key] = (est.time_s, est.bound, rep.features, None)
-            except costmodel.CostModelError as exc:
-                if rep.unknowns:
-                    raise _Unknown(f"launch of {ln.kernel}: {exc}") from None
-                # Fully analysed and it does nothing the model prices (e.g. a tail kernel with no tail).
-                overhead = costmodel.CostConstants().launch_overhead_s
-                cache[key] = (overhead, "latency", rep.features,
-                              f"{ln.kernel} <<<{ln.grid}, {ln.block}>>> does no modelled work: "
-                              f"launch overhead only")
-        time_s, bound, feats, note = cache[key]
-        if note and note not in assumptions:
-            assumptions.append(note)
-        total += time_s
-        details.append({"kernel": ln.kernel, "grid": ln.grid, "block": ln.block, "time_s": time_s, "bound": bound})
-        if ln.kernel not in featured:  # the first launch of each kernel describes it
+            cache[key] = _launch_cost(source, parsed, ln, gpu, overhead, analysis, costmodel, find_kernel)
+        c = cache[key]
+        for note in c["assumptions"]:
+            assumptions.append(note if note.startswith(ln.kernel) else f"{ln.kernel}: {note}")
+        unknown += [f"{where}: {u}" for u in c["unknown"]]
+        worst += [f"{where}: {w}" for w in c["worst_case"]]
+        seen_unknowns += [f"{ln.kernel}: {u}" for u in c["analysis_unknowns"]]
+        lower += c["lower_bound_s"]
+        total = None if total is None or c["time_s"] is None else total + c["time_s"]
+        details.append({"kernel": ln.kernel, "grid": ln.grid, "block": ln.block, "line": ln.line,
+                        "time_s": c["time_s"], "lower_bound_s": c["lower_bound_s"], "bound": c["bound"],
+                        "status": c["status"]})
+        if ln.kernel not in featured and c["features"]:  # the first launch of each kernel describes it
             featured.add(ln.kernel)
             prefix = f"{ln.kernel}." if len(kernels) > 1 else ""
-            features.update({f"{prefix}{k}": v for k, v in feats.items()})
-    return total, details, features, assumptions
+            features.update({f"{prefix}{k}": v for k, v in c["features"].items()})
+    return ConfigEstimate(time_s=total, lower_bound_s=lower, launches=details, features=features,
+                          assumptions=_unique(assumptions), unknown=_unique(unknown), worst_case=_unique(worst),
+                          analysis_unknowns=_unique(seen_unknowns))
+
+
+def _launch_cost(source: str, parsed: Any, ln: Any, gpu: str, overhead: float, analysis: Any, costmodel: Any,
+                 find_kernel: Any) -> dict[str, Any]:
+    """The cost of one distinct launch: time (None if unknown), lower bound, status and reasons.
+
+    A launch the analysis cannot take at all (kernel not found, launch configuration refused) is
+    unknown with a lower bound of the launch overhead: it ran (the candidate passed), so it cost
+    at least that."""
+    def unknown(why: str, rep: Any = None) -> dict[str, Any]:
+        return {"time_s": None, "lower_bound_s": overhead, "bound": "unknown", "status": "unknown",
+                "features": dict(rep.features) if rep is not None else {}, "assumptions": [],
+                "unknown": [why], "worst_case": [],
+                "analysis_unknowns": list(rep.unknowns) if rep is not None else []}
+
+    try:
+        kdef = find_kernel(parsed, ln.kernel)
+    except analysis.AnalysisError as exc:
+        return unknown(str(exc))
+    params = {p.name: v for p, v in zip(kdef.params, ln.args, strict=False) if not p.is_pointer and v is not None}
+    # pointer arguments' synthetic addresses: kernel-side alignment tests resolve like the host's
+    params.update({p.name: a for p, a in zip(kdef.params, ln.addresses, strict=False)
+                   if p.is_pointer and a is not None})
+    try:
+        rep = analysis.analyze(source, kernel=ln.kernel, grid=ln.grid, block=ln.block, params=params,
+                               dynamic_smem=ln.smem, template_args=_template_map(kdef, ln.template_args))
+    except analysis.LaunchConfigError as exc:
+        return unknown(f"launch configuration: {exc}")
+    try:
+        est = costmodel.estimate(rep, gpu)
+    except costmodel.CostModelError as exc:
+        if rep.unknowns:
+            return unknown(str(exc), rep)
+        # Fully analysed and it does nothing the model prices (e.g. a tail kernel with no tail).
+        return {"time_s": overhead, "lower_bound_s": overhead, "bound": "latency", "status": "exact",
+                "features": dict(rep.features), "unknown": [], "worst_case": [], "analysis_unknowns": [],
+                "assumptions": [f"{ln.kernel} <<<{ln.grid}, {ln.block}>>> does no modelled work: "
+                                "launch overhead only"]}
+    unknown_parts = list(getattr(est, "unknown", None) or [])
+    time_s = est.time_s
+    if time_s is None and not unknown_parts:
+        unknown_parts = ["the cost model gave no time"]
+    lower = getattr(est, "lower_bound_s", None)
+    lower = float(lower) if lower else (float(time_s) if time_s is not None else overhead)
+    worst = list(getattr(est, "worst_case", None) or [])
+    status = "unknown" if time_s is None else ("upper_bound" if worst else "exact")
+    return {"time_s": None if time_s is None else float(time_s), "lower_bound_s": lower, "bound": est.bound,
+            "status": status, "features": dict(rep.features), "assumptions": list(est.assumptions),
+            "unknown": unknown_parts, "worst_case": worst, "analysis_unknowns": list(rep.unknowns)}
+
+
+@dataclass
+class CandidateEstimate:
+    """Every configuration's estimate of one candidate (``configs`` in the task's order).
+
+    The candidate has an estimated time only when :attr:`complete` (every configuration has one):
+    an objective that averaged over the configurations that happen to have a time would make a
+    candidate whose large configuration is unknown look faster than it is.
+    """
+
+    gpu: str
+    configs: dict[str, ConfigEstimate]
+    features: dict[str, Any] = field(default_factory=dict)
+    model: str = ""
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.configs) and all(c.complete for c in self.configs.values())
+
+    @property
+    def status(self) -> str:
+        statuses = {c.status for c in self.configs.values()} or {"unknown"}
+        return next(s for s in reversed(STATUSES) if s in statuses)
+
+    def notes(self) -> list[str]:
+        """One line per configuration whose time is unknown."""
+        return [c.note(name) for name, c in self.configs.items() if not c.complete]
+
+    def measurements(self) -> list[Measurement]:
+        """``time_s`` (estimated) for each complete configuration, ``time_s_lower_bound`` for each
+        unknown one with a bound; every one names all the configurations (``configs``), so a
+        consumer can tell when some have no time."""
+        names = list(self.configs)
+        out: list[Measurement] = []
+        for name, c in self.configs.items():
+            if not c.complete and c.lower_bound_s is None:
+                continue
+            details: dict[str, Any] = {"config": name, "configs": names, "gpu": self.gpu, "status": c.status,
+                                       "launches": c.launches, "assumptions": c.assumptions,
+                                       "worst_case": c.worst_case}
+            if not c.complete:
+                details["unknown"] = c.unknown
+            out.append(Measurement(
+                name="time_s" if c.complete else "time_s_lower_bound",
+                value=float(c.time_s if c.time_s is not None else c.lower_bound_s or 0.0), unit="s",
+                provenance="estimated", backend=f"{self.model}:{self.gpu}", details=details))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the harness keeps in ``details["estimate"]`` (JSON-able)."""
+        return {"gpu": self.gpu, "model": self.model, "version": ESTIMATE_VERSION, "complete": self.complete,
+                "status": self.status, "config_names": list(self.configs),  # the order (stores sort keys)
+                "configs": {n: c.to_dict() for n, c in self.configs.items()}}
+
+
+def estimate_candidate(spec: TaskSpec, source: str, cases: list[CCase], gpu: str = DEFAULT_GPU) -> CandidateEstimate:
+    """The estimate of every configuration of a C→CUDA candidate (one per distinct ``case.config``)."""
+    from veriforge.cuda import costmodel
+
+    configs: dict[str, ConfigEstimate] = {}
+    cache: dict[Any, Any] = {}
+    for case in cases:
+        if case.config in configs:
+            continue
+        scalars = {p.name: v for p, v in zip(spec.params, case.args, strict=True) if p.role == "scalar"}
+        inputs = {p.name: v for p, v in zip(spec.params, case.args, strict=True) if p.role == "in"}
+        try:
+            configs[case.config] = estimate_launches(source, spec.entry, scalars, gpu, cache, inputs)
+        except Exception as exc:  # the analysis must never fail an evaluation that passed
+            configs[case.config] = ConfigEstimate.unknown_because(f"{type(exc).__name__}: {exc}")
+    last = configs.get(cases[-1].config) if cases else None
+    return CandidateEstimate(gpu=gpu, configs=configs, features=dict(last.features) if last else {},
+                             model=costmodel.MODEL_VERSION)
 
 
 def estimate_c(spec: TaskSpec, source: str, cases: list[CCase], gpu: str = DEFAULT_GPU
                ) -> tuple[list[Measurement], dict[str, Any], list[str]]:
-    """Estimated time per configuration; returns (measurements, features, notes on unknowns)."""
-    from veriforge.cuda import costmodel
+    """(``time_s`` measurements, features, notes on unknown configurations) of :func:`estimate_candidate`.
 
-    measurements: list[Measurement] = []
-    features: dict[str, Any] = {}
-    notes: list[str] = []
-    seen: set[str] = set()
-    cache: dict[Any, Any] = {}
-    for case in cases:
-        if case.config in seen:
-            continue
-        seen.add(case.config)
-        scalars = {p.name: v for p, v in zip(spec.params, case.args, strict=True) if p.role == "scalar"}
-        inputs = {p.name: v for p, v in zip(spec.params, case.args, strict=True) if p.role == "in"}
-        try:
-            total, details, feats, assumptions = estimate_launches(source, spec.entry, scalars, gpu, cache, inputs)
-        except _Unknown as exc:
-            notes.append(f"config {case.config!r}: estimated time unknown: {exc}")
-            continue
-        except Exception as exc:  # the analysis must never fail an evaluation that passed
-            notes.append(f"config {case.config!r}: estimated time unknown: {type(exc).__name__}: {exc}")
-            continue
-        if case.config == cases[-1].config:
-            features.update(feats)
-        measurements.append(Measurement(
-            name="time_s", value=total, unit="s", provenance="estimated", backend=f"{costmodel.MODEL_VERSION}:{gpu}",
-            details={"config": case.config, "gpu": gpu, "launches": details, "assumptions": assumptions}))
-    return measurements, features, notes
+    A ``time_s`` measurement exists only for a configuration whose every launch was counted (the
+    harness also records lower bounds: ``CandidateEstimate.measurements()``)."""
+    est = estimate_candidate(spec, source, cases, gpu)
+    return [m for m in est.measurements() if m.name == "time_s"], est.features, est.notes()
 
 
 # ----- torch2cuda ------------------------------------------------------------------------------------------
@@ -266,38 +444,48 @@ def _forward_calls(module_text: str, inputs: list[tuple[int, ...]], init_inputs:
     return calls
 
 
-def estimate_torch_impl(spec: TaskSpec, path: Path, gpu: str = DEFAULT_GPU) -> tuple[dict[str, float], list[str], int]:
-    """({config: estimated seconds}, notes on unknowns, launches on the last config) of a torch2cuda impl."""
+def estimate_torch_configs(spec: TaskSpec, path: Path, gpu: str = DEFAULT_GPU) -> CandidateEstimate:
+    """Every configuration's estimate of a torch2cuda implementation: the launches of each
+    ``_ext.fn(...)`` call of ``forward``, one after another."""
+    from veriforge.cuda import costmodel
     from veriforge.cuda.analysis.parse import parse_source
 
     text = Path(path).read_text()
-    times: dict[str, float] = {}
-    notes: list[str] = []
-    launches = 0
+    configs: dict[str, ConfigEstimate] = {}
     cache: dict[Any, Any] = {}
     try:
         source = _cuda_src(text)
     except _Unknown as exc:
-        return {}, [f"estimated time unknown: {exc}"], 0
+        return CandidateEstimate(gpu=gpu, model=costmodel.MODEL_VERSION,
+                                 configs={c.name: ConfigEstimate.unknown_because(str(exc)) for c in spec.configs})
     parsed = parse_source(source)
     for cfg in spec.configs:
         try:
             inputs, init_inputs = _config_inputs(spec, cfg)
-            total = 0.0
+            parts = []
             for launcher, values in _forward_calls(text, inputs, init_inputs):
                 fdefs = [f for f in parsed.functions.get(launcher, []) if not f.is_kernel]
                 if not fdefs:
                     raise _Unknown(f"launcher {launcher}() not found in the CUDA source")
                 scalars = {p.name: values[i] for i, p in enumerate(fdefs[0].params) if i in values}
-                t, details, _f, _a = estimate_launches(source, launcher, scalars, gpu, cache)
-                total += t
-                launches = len(details) if cfg is spec.configs[-1] else launches
-            times[cfg.name] = total
+                parts.append(estimate_launches(source, launcher, scalars, gpu, cache))
+            configs[cfg.name] = _combine(parts)
         except _Unknown as exc:
-            notes.append(f"config {cfg.name!r}: estimated time unknown: {exc}")
+            configs[cfg.name] = ConfigEstimate.unknown_because(str(exc))
         except Exception as exc:
-            notes.append(f"config {cfg.name!r}: estimated time unknown: {type(exc).__name__}: {exc}")
-    return times, notes, launches
+            configs[cfg.name] = ConfigEstimate.unknown_because(f"{type(exc).__name__}: {exc}")
+    last = configs.get(spec.configs[-1].name) if spec.configs else None
+    return CandidateEstimate(gpu=gpu, configs=configs, features=dict(last.features) if last else {},
+                             model=costmodel.MODEL_VERSION)
+
+
+def estimate_torch_impl(spec: TaskSpec, path: Path, gpu: str = DEFAULT_GPU) -> tuple[dict[str, float], list[str], int]:
+    """({config: estimated seconds} of the complete configurations, notes on the unknown ones, launches
+    on the last config) of a torch2cuda impl (:func:`estimate_torch_configs`)."""
+    est = estimate_torch_configs(spec, path, gpu)
+    times = {name: c.time_s for name, c in est.configs.items() if c.time_s is not None}
+    last = est.configs.get(spec.configs[-1].name) if spec.configs else None
+    return times, est.notes(), len(last.launches) if last is not None else 0
 
 
 def _config_inputs(spec: TaskSpec, cfg: Any) -> tuple[list[tuple[int, ...]], list[Any]]:

@@ -70,6 +70,16 @@ def _task_hash(spec: TaskSpec) -> str:
     return task_content_hash(spec)
 
 
+def _estimate_version() -> str:
+    """What the cached estimated times depend on besides the candidate: the cost model and the
+    whole-candidate rules (a stored result from an older model would carry stale estimates)."""
+    from veriforge.cuda.costmodel import MODEL_VERSION
+
+    from .estimate import ESTIMATE_VERSION
+
+    return f"{ESTIMATE_VERSION}:{MODEL_VERSION}"
+
+
 def evaluation_key(spec: TaskSpec, candidate: Candidate, backend: str, options: dict[str, Any]) -> str:
     """Content hash of everything that can change an evaluation's result."""
     return content_hash("cuda-eval", HARNESS_VERSION, _task_hash(spec), candidate.hash, backend,
@@ -103,8 +113,8 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
     for name in chosen:
         spec.config(name)
     timing = timing or TimingOptions(profile=profile)
-    options = {"trials": trials, "seed": seed, "configs": chosen, "memcheck": memcheck, "estimate": estimate,
-               "profile": profile, "timing": timing}
+    options = {"trials": trials, "seed": seed, "configs": chosen, "memcheck": memcheck,
+               "estimate": _estimate_version() if estimate else False, "profile": profile, "timing": timing}
     baseline_source = None
     if baseline is not None:
         baseline_source = resolve_candidate(baseline, spec.family).source
@@ -269,11 +279,16 @@ def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, t
         return _reject(base, [dependence], "dynamic")
     base.verdict = Verdict.passed(results)
     if estimate and be.name == "cpu":
-        from .estimate import estimate_c
+        from .estimate import estimate_candidate
 
-        measurements, features, notes = estimate_c(spec, cand.source, cases)
-        base.measurements.extend(measurements)
-        base.features.update(features)
+        est = estimate_candidate(spec, cand.source, cases)
+        base.measurements.extend(est.measurements())
+        base.features.update(est.features)
+        # Per configuration: time or unknown (with the reasons and a lower bound), status,
+        # worst-case parts, assumptions and launches; ``time_s`` measurements exist only for
+        # the complete configurations.
+        base.details["estimate"] = est.to_dict()
+        notes = est.notes()
         if notes:
             base.details["estimate_notes"] = notes
     return base

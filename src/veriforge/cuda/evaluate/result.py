@@ -37,7 +37,14 @@ class EvalResult:
 
     def time(self, provenance: str = "estimated", config: str | None = None) -> float | None:
         """The ``time_s`` of ``provenance`` for ``config`` (default: the last configuration, the
-        largest by convention), or None if there is none. Never mixes provenances."""
+        largest by convention), or None if there is none. Never mixes provenances, and never
+        answers for another configuration: when the measurements name every configuration
+        (``details["configs"]``, estimated times) and the last one has no time, it is None."""
+        if config is None:
+            named = [m.details["configs"] for m in self.measurements if m.provenance == provenance
+                     and isinstance(m.details.get("configs"), list) and m.details["configs"]]
+            if named:
+                config = str(named[-1][-1])
         hits = [m for m in self.measurements if m.name == "time_s" and m.provenance == provenance
                 and (config is None or m.details.get("config") == config)]
         return hits[-1].value if hits else None

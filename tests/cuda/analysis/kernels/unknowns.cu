@@ -12,6 +12,6 @@ __global__ void csr_row(const int* rowptr, const float* vals, float* y, int rows
     }
 }
 
-__global__ void walk_ptr(float* p, int n) {
-    while (n > 0) { *p = 0.0f; p += 32; n--; }
+__global__ void walk_ptr(float* p) {
+    while (*p > 0.0f) { *p = 0.0f; p += 32; }
 }
