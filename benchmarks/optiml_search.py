@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     store = RunStore()
     rows, speed = [], {a: [] for a in algos}
     within = 0
+    hard: list[str] = []  # tasks whose naive start is more than 10 % slower than the best bundled one
+    within_hard = 0
     started = time.time()
     print(f"OptiML-X benchmark: built-in proposer, CPU back-end (estimated times, H100-SXM cost model), "
           f"budget {args.budget} evaluations, seed {args.seed}")
@@ -76,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
             g = out["mcts"].best_time / bundled[0] - 1.0
             within += g <= 0.10
             gap = f"{g:+9.0%}"
+            if first.start_time / bundled[0] - 1.0 > 0.10:
+                hard.append(spec.id)
+                within_hard += g <= 0.10
         bundled_txt = f"{bundled[1][:12]} {bundled[0] * 1e6:7.2f}us" if bundled else "n/a"
         print(f"{spec.id:24} {first.start_time * 1e6:8.2f}us " + " ".join(cells) + f" {bundled_txt:>22} {gap}",
               flush=True)
@@ -91,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         for other in (a for a in algos if a != "mcts"):
             print(f"MCTS / {other}: {gm(speed['mcts']) / gm(speed[other]):.3f}")
         print(f"MCTS within 10% of the best bundled implementation: {within}/{len(rows)} tasks")
+        # the headline: a naive start already within 10 % of the best bundled kernel proves nothing
+        hard_speed = [x for t, x in zip(rows, speed["mcts"], strict=True) if t in hard]
+        print(f"... counting only tasks whose naive start was not already within 10%: {within_hard}/{len(hard)}"
+              + (f" (geomean MCTS speedup on them {gm(hard_speed):.3f}x)" if hard else ""))
     return 0
 
 

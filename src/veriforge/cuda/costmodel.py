@@ -115,8 +115,11 @@ class CostConstants:
     l1_requests_per_clk: float = 0.5
     #: Further 128-byte lines per clock per SM one request's tag stage handles (uncoalesced = 32 lines).
     l1_lines_per_clk: float = 1.0
-    #: Sectors per clock per SM the L2 delivers to an SM on L1 misses (32 B/clk/SM).
+    #: Sectors per clock per SM the L2 delivers to an SM on L1 misses (24 B/clk/SM).
     l2_sectors_per_clk_per_sm: float = 0.75
+    #: L2 transactions (one per 128-byte line a request touches) per clock per SM of the GPU: a
+    #: scattered 4-byte store is 32 transactions carrying 4 useful bytes each (naive transpose).
+    l2_transactions_per_clk_per_sm: float = 0.25
     #: Share of the L2 a kernel's reused data can keep (the rest: other data, set conflicts).
     l2_usable_fraction: float = 0.6
     #: Share of an SM's unified L1/shared capacity (minus shared memory) that holds reused lines.
@@ -209,6 +212,8 @@ class CostInputs:
     #: Global requests (L1 passes) and the further 128-byte lines they touch (uncoalesced ones).
     l1_requests: float = 0.0
     l1_extra_lines: float = 0.0
+    #: L2 transactions: lines touched by the requests that miss L1.
+    l2_transactions: float = 0.0
     #: Global load requests per working warp between two barriers: the loads it can keep in flight.
     loads_per_warp_phase: float | None = None
     #: Bytes that miss L1 and reach L2; None: no reuse information, everything reaches L2 and DRAM.
@@ -299,7 +304,7 @@ def extract_inputs(
     uncovered: list[str] = [str(u) for u in (_get(report, "uncounted") or ())]
     worst: list[str] = [f"{u} (an upper bound)" for u in (_get(report, "upper_bounded") or ())]
     dram = useful = requests = sectors = 0.0
-    l1_req = l1_lines = load_req = l2_total = live = atomic_ops = atomic_hot = 0.0
+    l1_req = l1_lines = load_req = l2_total = l2_tx = live = atomic_ops = atomic_hot = 0.0
     l2_known = True
     accesses = list(_get(report, "global_accesses") or ())
     for acc in accesses:
@@ -349,6 +354,8 @@ def extract_inputs(
             l2_known = False
         else:
             l2_total += l2s * SECTOR_BYTES
+        # L2 transactions: every line a request touches, scaled by the share of sectors L1 missed
+        l2_tx += req * lines * ((l2s / (req * spr)) if (l2s is not None and req and spr) else 1.0)
         live += _num(_get(acc, "block_iteration_bytes")) or 0.0
         if _get(acc, "kind") == "atomic":
             ops = _num(_get(acc, "atomic_ops"))
@@ -458,6 +465,7 @@ def extract_inputs(
     return CostInputs(
         l1_requests=l1_req,
         l1_extra_lines=l1_lines,
+        l2_transactions=l2_tx,
         loads_per_warp_phase=(load_req / working_warps / phases) if working_warps and load_req else None,
         l2_bytes=l2_total if (l2_known and accesses and arrays) else None,
         arrays=tuple(arrays),
@@ -712,6 +720,8 @@ def _evaluate(q: CostInputs, g: GPU, c: CostConstants) -> Estimate:
         t_l1 = share * l1_cycles / (busy * clock_hz * f_pipe) if l1_cycles else 0.0
         t_l2 = (share * l2_traffic / SECTOR_BYTES / (c.l2_sectors_per_clk_per_sm * busy * clock_hz * f_pipe)
                 if l2_traffic else 0.0)
+        # the L2 slices serve transactions, not bytes: scattered requests are limited by their count
+        t_l2 = max(t_l2, share * q.l2_transactions / (c.l2_transactions_per_clk_per_sm * sms * clock_hz))
         t_flops = (
             share * q.flops / (peak_flops * fp_fraction * f_pipe * (busy / sms) * warp_eff)
             if q.flops
@@ -792,6 +802,7 @@ def _evaluate(q: CostInputs, g: GPU, c: CostConstants) -> Estimate:
         "global_sectors": q.global_sectors,
         "l1_requests": q.l1_requests,
         "l1_extra_lines": q.l1_extra_lines,
+        "l2_transactions": q.l2_transactions,
         "mlp_per_warp": mlp,
         "shared_wavefronts": q.shared_wavefronts,
         "bank_conflict_inflation": q.shared_wavefronts / q.shared_requests if q.shared_requests else 1.0,

@@ -94,6 +94,8 @@ def analyze(
     rep.global_accesses = sorted((r for _a, r in pairs), key=lambda a: (a.line, a.kind))
     shared_pairs = [(acc, acc.result()) for acc in w.shared_acc.values()]
     for acc, sh in shared_pairs:
+        _merge_vector_loads(acc, sh)
+    for acc, sh in shared_pairs:
         if sh.unknown == _walk.NEVER_EXECUTED and acc.count_unknown is None and acc.unknown is None:
             if lanes.exact or not acc.unreached_block_dependent:
                 sh.requests, sh.unknown = 0.0, None
@@ -181,6 +183,56 @@ def _memory_hierarchy(rep: AnalysisReport, pairs: list[tuple[Any, GlobalAccess]]
     fp = _reuse.array_footprints(sites)
     if fp is not None:
         rep.cache = {"arrays": {name: f.to_dict() for name, f in fp.items()}}
+
+
+def _merge_vector_loads(acc: Any, sh: Any) -> None:
+    """Consecutive shared loads per lane in a fully unrolled loop become 64/128-bit loads.
+
+    ``regM[i] = As[base + i]`` for i < TM (a compile-time trip count) is what every register-tiled
+    GEMM does, and ptxas emits ``LDS.128`` for it when the addresses allow: TM/4 requests that each
+    move 16 bytes per lane, with the bank conflicts of 16-byte accesses, instead of TM scalar ones.
+    Counting them as scalar loads overstates shared-memory time several times. The merge is taken
+    only when every active lane's address advances by exactly one element per iteration, the trip
+    count is a multiple of the width, and the first iteration's addresses are aligned to it.
+    """
+    from veriforge.cuda.analysis import memory
+
+    if sh.requests is None or sh.kind != "load" or not sh.elem_bytes or sh.elem_bytes > 8 or not acc.visits:
+        return
+    elem = int(sh.elem_bytes)
+    firsts = {}
+    for iters, addr, mask, mult in acc.visits:
+        key = (iters[:-1], iters[-1][0])
+        if iters[-1][1] == 0:
+            firsts[key] = (iters, addr, mask, mult)
+    width = 0
+    scalar = vector = 0.0
+    for iters, addr, mask, _mult in acc.visits:
+        it = iters[-1][1]
+        first = firsts.get((iters[:-1], iters[-1][0]))
+        if it == 0 or first is None:
+            continue
+        _fi, a0, m0, w0 = first
+        both = mask & m0
+        if not both.any() or not np.all((addr[both] - a0[both]) == it * elem):
+            return  # not one element per iteration on every lane: nothing is merged
+        trips = iters[-1][2]
+        w = next((k for k in (16 // elem, 8 // elem) if k >= 2 and trips % k == 0
+                  and np.all(np.mod(a0[m0], k * elem) == 0)), 0)
+        if not w:
+            return
+        width = w if not width else min(width, w)
+        _ways, waves_s = memory.bank_ways(a0, elem, m0)
+        _ways, waves_v = memory.bank_ways(a0, elem * w, m0)
+        scalar += float((w0 * waves_s).sum())
+        vector += float((w0 * waves_v).sum())
+    if width < 2 or not scalar:
+        return
+    sh.merged_width = width
+    sh.requests = sh.requests / width
+    if sh.wavefronts_per_request is not None:
+        # wavefronts of the merged loads, scaled from the first iteration's scalar/vector ratio
+        sh.wavefronts_per_request = sh.wavefronts_per_request * (vector / scalar)
 
 
 def _activity(w: _walk.Walker, lanes: Any) -> dict[str, float]:

@@ -81,6 +81,9 @@ class SharedAccess:
     elem_bytes: int | None = None
     wavefronts_per_request: float | None = None
     text: str = ""
+    #: consecutive per-lane loads of an unrolled constant-trip loop that ptxas merges into one
+    #: 64/128-bit load (2 or 4; requests and wavefronts are those of the merged loads)
+    merged_width: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -135,9 +135,10 @@ class Ctx:
     value_unknown: str | None = None  # why assignments here produce unknown values (data-dependent branch)
     conds: tuple[Cond, ...] = ()
     loop_lines: tuple[int, ...] = ()
-    #: (loop line, iteration index) of every enclosing loop being walked: the cache-reuse
-    #: estimate pairs visits of one site at two iterations to get each lane's address stride
-    iters: tuple[tuple[int, int], ...] = ()
+    #: (loop line, iteration index, trip count if a compile-time constant else 0) of every
+    #: enclosing loop being walked: the cache-reuse estimate pairs visits of one site at two
+    #: iterations to get each lane's address stride; shared loads use it to see what ptxas merges
+    iters: tuple[tuple[int, int, int], ...] = ()
     #: why the execution count under this context is only an upper bound (a loop that can exit early
     #: is walked for its condition's trip count)
     count_upper: str | None = None
@@ -229,10 +230,10 @@ class SharedAcc:
     unknown: str | None = None
     count_unknown: str | None = None
     count_upper: str | None = None
-    #: the active mask became empty because of a blockIdx-dependent condition: blocks outside the
-    #: sample may run what follows
-    block_gated: bool = False
     unreached_block_dependent: bool = False
+    #: loads in constant-trip loops: (iterations, addresses, mask, multiplicity) per visit, so the
+    #: analysis can see consecutive per-lane loads ptxas merges into one 64/128-bit load
+    visits: list[tuple[Any, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
 
     def result(self) -> SharedAccess:
         if self.unknown is not None or self.elem.size is None:
@@ -1329,12 +1330,14 @@ class Walker:
         start = self.lookup(var) if var else None
         tdep = False
         bdep = False
+        const_bound = False  # the trip count is a compile-time constant: the compiler can unroll
         if cond is not None:
             prev = self.recording
             self.recording = False
             try:
                 deps = self.eval(cond, ctx).deps
                 tdep, bdep = "tid" in deps, "bid" in deps
+                const_bound = not (deps & {"tid", "bid", "param", "data"})
             finally:
                 self.recording = prev
         bacc.thread_dependent = bacc.thread_dependent or tdep
@@ -1400,7 +1403,7 @@ class Walker:
                     mult=ctx.mult * weight,
                     conds=(*ctx.conds, loop_cond),
                     loop_lines=(*ctx.loop_lines, line),
-                    iters=(*ctx.iters, (line, it)),
+                    iters=(*ctx.iters, (line, it, t if const_bound else 0)),
                     count_upper=ctx.count_upper or (f"loop at line {line}: {why}" if why else None),
                 )
                 self.statement(body, sub)
@@ -2060,6 +2063,8 @@ class Walker:
         acc.requests += float(ctx.mult[active].sum())
         acc.wavefronts += float((ctx.mult * waves).sum())
         acc.ways = max(acc.ways, int(ways.max()))
+        if kind == "load" and ctx.iters and ctx.iters[-1][2] and len(acc.visits) < MAX_REUSE_VISITS:
+            acc.visits.append((ctx.iters, np.array(addr, dtype=np.float64), ctx.mask.copy(), ctx.mult.copy()))
 
     # ---------------------------------------------------------------- calls
     def _callee_name(self, fn: Any) -> tuple[str, Any]:
