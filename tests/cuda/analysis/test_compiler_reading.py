@@ -65,3 +65,42 @@ def test_consecutive_shared_loads_of_an_unrolled_loop_merge_like_ptxas() -> None
     assert const_loop.wavefronts_per_request is not None
     merged = const_loop.wavefronts_per_request * const_loop.requests
     assert merged < runtime_loop.wavefronts_per_request * runtime_loop.requests
+
+
+SAMPLES_STYLE = r"""
+namespace cg = cooperative_groups;
+template <class T> struct DynShared {
+    __device__ inline operator T *() {
+        extern __shared__ int __dyn_smem[];
+        return (T *)__dyn_smem;
+    }
+};
+template <class T> __global__ void block_sum(T *in, T *out, unsigned int n) {
+    cg::thread_block cta = cg::this_thread_block();
+    T *sdata = DynShared<T>();
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockDim.x * 2) + threadIdx.x;
+    T v = (i < n) ? in[i] : 0;
+    if (i + blockDim.x < n) v += in[i + blockDim.x];
+    sdata[tid] = v;
+    cg::sync(cta);
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] = v = v + sdata[tid + s];
+        cg::sync(cta);
+    }
+    if (cta.thread_rank() == 0) out[blockIdx.x] = v;
+}
+"""
+
+
+def test_cuda_samples_idioms_are_read() -> None:
+    """Dynamic shared memory through a struct's conversion operator, cg::sync(group) as a barrier,
+    and group.thread_rank(): each used to leave accesses and FLOPs unknown."""
+    rep = analysis.analyze(SAMPLES_STYLE, kernel="block_sum", grid=(64,), block=(256,), params={"n": 64 * 512},
+                           template_args={"T": "float"}, use_nvcc=False)
+    assert rep.flops is not None and rep.flops > 0
+    assert all(s.requests is not None for s in rep.shared_accesses) and rep.shared_accesses
+    store = next(a for a in rep.global_accesses if a.kind == "store")
+    assert store.requests == 64  # one warp request per block: thread_rank() == 0 is lane 0 of warp 0
+    assert len(rep.barriers) == 2 and rep.traits["cooperative_groups"]
+    assert not [u for u in rep.unknowns if "not followed" in u]

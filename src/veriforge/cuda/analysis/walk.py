@@ -60,6 +60,8 @@ ATOMIC_RE = re.compile(r"^atomic(Add|Sub|Exch|Min|Max|Inc|Dec|CAS|And|Or|Xor)(_b
 LOAD_INTRINSICS = {"__ldg": True, "__ldca": False, "__ldcg": False, "__ldcs": False, "__ldlu": False, "__ldcv": False}
 STORE_INTRINSICS = frozenset({"__stwb", "__stcg", "__stcs", "__stwt"})
 ELEMENTWISE = {
+    "__mul24": np.multiply,  # 24-bit integer multiplies: exact for the index arithmetic they serve
+    "__umul24": np.multiply,
     "min": np.minimum,
     "max": np.maximum,
     "umin": np.minimum,
@@ -2106,11 +2108,19 @@ class Walker:
                 )
             for a in args:
                 self.eval(a, ctx)
+            if method in ("thread_rank", "size", "num_threads") and not args:
+                rank = self._group_query(node_text(obj), method)
+                if rank is not None:
+                    return rank
             return ev.unknown(f"result of `{method}()`", frozenset({"data"}))
         if name in CASTS and targs is not None:
             v = self.eval(args[0], ctx) if args else ev.unknown("?")
             return self.cast(node_text(targs)[1:-1], v)
-        if name in BARRIER_CALLS:
+        if (name == "sync" and len(args) == 1 and name not in self.parsed.functions
+                and node_text(fn).split("::")[0].strip() in ("cg", "cooperative_groups")):
+            name = "cg::sync"  # cooperative groups' free-function barrier: cg::sync(this_thread_block())
+            self.cooperative_groups = True
+        if name in BARRIER_CALLS or name == "cg::sync":
             for a in args:
                 self.eval(a, ctx)
             if self.recording:
@@ -2177,6 +2187,10 @@ class Walker:
             return self.inline_call(name, args, node, ctx, targs, self._callee_scope(fn))
         if len(args) == 1 and (fn.type in ("primitive_type", "sized_type_specifier") or self._is_type(name)):
             return self.cast(name, self.eval(args[0], ctx))  # functional cast: float(i), T(0)
+        if not args:
+            shared = self._shared_memory_struct(name, targs)
+            if shared is not None:
+                return shared
         # a reference parameter passed on is its address, not a load
         aliases = [self._ref_alias(node_text(a)) if a.type == "identifier" else None for a in args]
         vals = [alias if alias is not None else self.eval(a, ctx) for a, alias in zip(args, aliases, strict=True)]
@@ -2185,6 +2199,42 @@ class Walker:
         if fn.type in ("primitive_type", "sized_type_specifier") or self._is_type(name) or work_free_call(name):
             return ev.unknown(f"result of `{name}()`", deps | {"data"}, is_float)
         return self._unfollowed(name, "it is not defined in the analysed source", node, ctx, vals)
+
+    def _group_query(self, obj: str, method: str) -> Value | None:
+        """``cta.thread_rank()`` / ``cta.size()`` of a ``cg::thread_block`` (the linear thread index,
+        the block's thread count) and of a ``thread_block_tile<N>`` (lane % N, N), from the object's
+        declared type in the kernel; None for any other group."""
+        text = self.parsed.text
+        L = self.lanes
+        linear = L.tid[0] + L.tid[1] * L.block[0] + L.tid[2] * L.block[0] * L.block[1]
+        if re.search(rf"\bthread_block\s+{re.escape(obj)}\b", text):
+            if method == "thread_rank":
+                return Value(linear, False, frozenset({"tid"}))
+            return ev.const(float(L.block[0] * L.block[1] * L.block[2]))
+        m = re.search(rf"\bthread_block_tile\s*<\s*(\d+)\s*>\s+{re.escape(obj)}\b", text)
+        if m is not None:
+            n = int(m.group(1))
+            if method == "thread_rank":
+                return Value(np.mod(linear, n), False, frozenset({"tid"}))
+            return ev.const(float(n))
+        return None
+
+    def _shared_memory_struct(self, name: str, targs: Any) -> Value | None:
+        """``T* s = SharedMemory<T>();``: a struct of the file whose conversion operator returns an
+        ``extern __shared__`` array (the CUDA samples' way to type dynamic shared memory in a
+        template) is that array, as a pointer to ``T``, offset 0."""
+        m = re.search(rf"\bstruct\s+{re.escape(name)}\b[^{{;]*\{{(?P<body>[^{{}}]*\{{[^}}]*\}}[^}}]*)\}}",
+                      self.parsed.text)
+        if m is None:
+            return None
+        arr = re.search(r"extern\s+__shared__\s+[\w\s]+?\s+(\w+)\s*\[\s*\]", m.group("body"))
+        if arr is None or "operator" not in m.group("body"):
+            return None
+        type_name = node_text(targs)[1:-1].strip() if targs is not None else "float"
+        value = self.template_values.get(type_name)
+        elem = self.elem(str(self.template_values_input.get(type_name, type_name)) if value is None else type_name)
+        self.shared_decls.setdefault(arr.group(1), SharedDecl(arr.group(1), elem, None, True, 0))
+        return Value(None, False, frozenset(), None, Ptr("shared", arr.group(1), np.asarray(0.0), elem))
 
     def _is_type(self, name: str) -> bool:
         if name in self.typedefs or self.elem(name).size is not None:
