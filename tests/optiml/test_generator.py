@@ -59,10 +59,10 @@ extern "C" void solve(const float* a, const float* b, float* c, int n) {
 }
 """
 
-# Correct, but its loop sits under a data-dependent, always-true condition: the analysis cannot
+# Correct, but its loop runs inside a loop whose trip count is read from memory: the analysis cannot
 # count its work, so its estimate is unknown on every configuration and it has no objective.
 UNSCORED = HEAD + """__global__ void add_wrapped(const float* a, const float* b, float* c, int n) {
-    if (a[0] == a[0]) {
+    for (int r = 0; r < (int)a[0] * 0 + 1; ++r) {
         for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) c[i] = a[i] + b[i];
     }
 }
@@ -144,7 +144,7 @@ def test_verified_candidate_without_a_score_ranks_after_the_scored_ones(generati
     unscored = by["tiled"]
     assert unscored.status == "verified" and unscored.objective is None and unscored.provenance is None
     why = unscored.unscored_reason
-    assert why.startswith("config 'small': estimate unknown:") and "a[0] == a[0]" in why and "'odd'" in why
+    assert why.startswith("config 'small': estimate unknown:") and "(int)a[0] * 0 + 1" in why and "'odd'" in why
     assert unscored.rounds[0].unscored_reason == why
     ranked = [o.thought.name for o in sorted((o for o in result.outcomes if o.verified), key=_rank)]
     assert ranked == ["vectorized", "straightforward", "tiled"]  # even after the slow scored one

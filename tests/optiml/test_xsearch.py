@@ -163,7 +163,7 @@ __global__ void add_plain(const float* a, const float* b, float* c, int n) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) c[i] = a[i] + b[i];
 }
 __global__ void add_wrapped(const float* a, const float* b, float* c, int n) {
-    if (a[0] == a[0]) {
+    for (int r = 0; r < (int)a[0] * 0 + 1; ++r) {
         for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) c[i] = a[i] + b[i];
     }
 }
@@ -195,7 +195,7 @@ def test_verified_candidate_without_a_score_ranks_last_with_the_reason_everywher
     # faster than the start), so it is never the winner
     assert node.status == "rejected" and node.evaluation.details["verified"] is True
     why = node.evaluation.details["unscored_reason"]
-    assert why.startswith("config 'large': estimate unknown:") and "a[0] == a[0]" in why
+    assert why.startswith("config 'large': estimate unknown:") and "(int)a[0] * 0 + 1" in why
     assert node.evaluation.details["estimate"]["configs"]["large"]["status"] == "unknown"
     assert search.best.id == 0
 
@@ -204,11 +204,11 @@ def test_verified_candidate_without_a_score_ranks_last_with_the_reason_everywher
     tree = json.loads(paths["tree"].read_text())
     tnode = next(n for n in tree["nodes"] if n["id"] == node.id)
     assert tnode["verdict"] == "verified, no score" and tnode["score"]["scored"] is False
-    assert "a[0] == a[0]" in tnode["score"]["unscored_reason"]
+    assert "(int)a[0] * 0 + 1" in tnode["score"]["unscored_reason"]
     assert tree["unscored"] == [{"id": node.id, "reason": why}]
     assert tree["best_estimate"]["status"] in ("exact", "upper_bound")
     page = render_report(result)
-    assert "estimate unknown:" in page and "a[0] == a[0]" in page and "verified, no score" in page
+    assert "estimate unknown:" in page and "(int)a[0] * 0 + 1" in page and "verified, no score" in page
     assert "estimate (best)" in page and tree["best_estimate"]["status"] in page
 
     # the terminal summary of `veriforge optimize` names it too

@@ -97,7 +97,7 @@ def test_bad_kernel_and_bad_dims_exit_2() -> None:
 
 WRAPPED = r"""
 __global__ void add(const float* a, const float* b, float* c, int n) {
-    if (a[0] == a[0]) {
+    for (int r = 0; r < (int)a[0] * 0 + 1; ++r) {
         for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) c[i] = a[i] + b[i];
     }
 }
@@ -106,7 +106,7 @@ __global__ void add(const float* a, const float* b, float* c, int n) {
 
 def test_gpu_estimate_is_printed_and_unknown_work_is_not_priced(tmp_path: Path) -> None:
     plain = tmp_path / "plain.cu"
-    plain.write_text(WRAPPED.replace("if (a[0] == a[0])", "if (n > 0)"))
+    plain.write_text(WRAPPED.replace("for (int r = 0; r < (int)a[0] * 0 + 1; ++r) {", "if (n > 0) {"))
     wrapped = tmp_path / "wrapped.cu"
     wrapped.write_text(WRAPPED)
     launch = ["--kernel", "add", "--grid", "264", "--block", "256", "-p", "n=1000000", "--no-nvcc", "--gpu", "H100-SXM"]
@@ -122,14 +122,14 @@ def test_gpu_estimate_is_printed_and_unknown_work_is_not_priced(tmp_path: Path) 
     assert r.exit_code == 0, r.output
     line = next(ln for ln in r.output.splitlines() if ln.startswith("estimate"))
     assert "unknown — lower bound" in line and "status unknown" in line
-    assert "  unknown: global load of a at line 4" in r.output and "a[0] == a[0]" in r.output
+    assert "  unknown: global load of a at line 4" in r.output and "(int)a[0] * 0 + 1" in r.output
 
     r = run(str(wrapped), *launch, "--json")
     assert r.exit_code == 0, r.output
     est = json.loads(r.output)["estimate"]
     assert est["time_s"] is None and est["status"] == "unknown" and est["complete"] is False
     assert est["lower_bound_s"] > 0 and est["gpu"] == "H100-SXM" and est["provenance"] == "estimated"
-    assert any("a[0] == a[0]" in u for u in est["unknown"])
+    assert any("(int)a[0] * 0 + 1" in u for u in est["unknown"])
     r = run(str(plain), *launch, "--json")
     est = json.loads(r.output)["estimate"]
     assert est["time_s"] > 0 and est["status"] in ("exact", "upper_bound")

@@ -15,14 +15,14 @@ from veriforge.cuda.evaluate.harness import evaluate
 from veriforge.optiml.objective import composite_objective, no_score_reason
 
 # Large inputs (n > 100000: vector_add's 'large' config only) run a kernel whose loop sits under a
-# data-dependent, always-true `if (a[0] == a[0])`: no static reading can count that loop's work.
+# loop whose trip count is read from memory (always 1): no static reading can count that loop's work.
 SPLIT = r'''
 #include <cuda_runtime.h>
 __global__ void add_plain(const float* a, const float* b, float* c, int n) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) c[i] = a[i] + b[i];
 }
 __global__ void add_wrapped(const float* a, const float* b, float* c, int n) {
-    if (a[0] == a[0]) {
+    for (int r = 0; r < (int)a[0] * 0 + 1; ++r) {
         for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) c[i] = a[i] + b[i];
     }
 }
@@ -55,7 +55,7 @@ def test_unknown_config_has_no_time_but_the_reason_and_a_lower_bound(results) ->
     assert large["time_s"] is None and large["status"] == "unknown"
     assert large["lower_bound_s"] > 0
     assert large["unknown"] and all(u.startswith("add_wrapped<<<1024, 256>>>") for u in large["unknown"])
-    assert any("a[0] == a[0]" in u for u in large["unknown"])
+    assert any("(int)a[0] * 0 + 1" in u for u in large["unknown"])
     for name in ("small", "odd"):
         assert est["configs"][name]["time_s"] > 0 and est["configs"][name]["status"] in ("exact", "upper_bound")
     # no estimated time_s for 'large'; each estimated time lists every configuration
@@ -66,7 +66,7 @@ def test_unknown_config_has_no_time_but_the_reason_and_a_lower_bound(results) ->
     assert [m.details["config"] for m in bound] == ["large"] and bound[0].value == large["lower_bound_s"]
     assert split.time("estimated") is None  # the last (largest) config has none: not odd's time instead
     assert split.time("estimated", "odd") > 0
-    assert any("'large'" in n and "a[0] == a[0]" in n for n in split.details["estimate_notes"])
+    assert any("'large'" in n and "(int)a[0] * 0 + 1" in n for n in split.details["estimate_notes"])
 
 
 def test_unknown_config_leaves_the_candidate_without_a_score(results) -> None:
@@ -75,7 +75,7 @@ def test_unknown_config_leaves_the_candidate_without_a_score(results) -> None:
     assert composite_objective(split.measurements, split.features, "estimated", configs=configs,
                                estimate=split.details["estimate"]) is None
     why = no_score_reason(split.measurements, "estimated", configs, split.details["estimate"])
-    assert why.startswith("config 'large': estimate unknown:") and "a[0] == a[0]" in why
+    assert why.startswith("config 'large': estimate unknown:") and "(int)a[0] * 0 + 1" in why
     # the same candidate without the wrapper: a number on every configuration, and a score
     assert plain.verdict.correct and plain.details["estimate"]["complete"] is True
     assert all(plain.time("estimated", c) > 0 for c in CONFIGS)
@@ -97,7 +97,7 @@ def test_eval_cli_prints_each_config_status_and_reasons(results, monkeypatch, tm
     assert res.exit_code == 0, res.output
     assert "no estimated score: unknown on large" in res.output
     assert "time[large] = unknown — lower bound" in res.output
-    assert "unknown: add_wrapped<<<1024, 256>>>" in res.output and "a[0] == a[0]" in res.output
+    assert "unknown: add_wrapped<<<1024, 256>>>" in res.output and "(int)a[0] * 0 + 1" in res.output
     assert "time[odd] =" in res.output
     assert "(estimated, exact" in res.output or "(estimated, upper_bound" in res.output
     monkeypatch.setattr("veriforge.cuda.evaluate.harness.evaluate", lambda *a, **k: plain)
@@ -114,9 +114,9 @@ def test_torch2cuda_estimate_is_unknown_for_a_wrapped_loop(tmp_path) -> None:
     loop = "for (int c = 0; c < cols; ++c) sq += in[c] * in[c];"
     assert loop in text
     impl = tmp_path / "wrapped.py"
-    impl.write_text(text.replace(loop, "if (w[0] == w[0]) { " + loop + " }"))
+    impl.write_text(text.replace(loop, "for (int r = 0; r < (int)w[0] * 0 + 1; ++r) { " + loop + " }"))
     times, notes, _ = estimate_torch_impl(spec, impl)
-    assert times == {} and len(notes) == len(spec.configs) and all("w[0] == w[0]" in n for n in notes)
+    assert times == {} and len(notes) == len(spec.configs) and all("(int)w[0] * 0 + 1" in n for n in notes)
     est = estimate_torch_configs(spec, impl)
     assert not est.complete and all(c.status == "unknown" and c.lower_bound_s for c in est.configs.values())
     ms = est.measurements()

@@ -168,6 +168,12 @@ def binary(op: str, a: Value, b: Value) -> Value:
     is_float = a.is_float or b.is_float
     if op in ("<", ">", "<=", ">=", "==", "!=", "&&", "||"):
         is_float = False
+    if op in ("&&", "||") and (a.arr is None) != (b.arr is None):
+        # `i == 0 && v != 0.0f` with v unknown is still false wherever i != 0: keep the known side
+        known = a.arr if a.arr is not None else b.arr
+        unknown_side = np.full(np.shape(known), np.nan)
+        a = Value(known if a.arr is not None else unknown_side, False, a.deps, a.reason)
+        b = Value(known if b.arr is not None else unknown_side, False, b.deps, b.reason)
     if a.arr is None or b.arr is None:
         return Value(None, is_float, deps, a.reason or b.reason)
     x, y = a.arr, b.arr

@@ -135,6 +135,9 @@ class Ctx:
     mult: np.ndarray  # (W,) float
     count_unknown: str | None = None  # why the execution count under this context is unknown
     value_unknown: str | None = None  # why assignments here produce unknown values (data-dependent branch)
+    #: (frames, scopes of the innermost frame) where value_unknown began: variables declared deeper
+    #: are the branch's own, and their values are exact on the lanes that run it
+    value_unknown_at: tuple[int, int] = (0, 0)
     conds: tuple[Cond, ...] = ()
     loop_lines: tuple[int, ...] = ()
     #: (loop line, iteration index, trip count if a compile-time constant else 0) of every
@@ -429,14 +432,24 @@ class Walker:
 
     def set_var(self, name: str, value: Value, ctx: Ctx) -> None:
         frame = self.frames[-1]
-        for scope in reversed(frame.scopes):
+        for depth in range(len(frame.scopes) - 1, -1, -1):
+            scope = frame.scopes[depth]
             if name in scope:
                 old = scope[name]
-                if ctx.value_unknown is not None:
+                if ctx.value_unknown is not None and not self._inside_branch(ctx, depth):
                     value = Value(None, value.is_float, value.deps | old.deps | {"data"}, ctx.value_unknown)
                 scope[name] = ev.merge(ctx.mask | ~self.lanes.valid, value, old)
                 return
         # assignment to a file-scope variable or an undeclared name: nothing to track per lane
+
+    def _scope_mark(self) -> tuple[int, int]:
+        return len(self.frames), len(self.frames[-1].scopes)
+
+    def _inside_branch(self, ctx: Ctx, depth: int) -> bool:
+        """Whether scope ``depth`` of the current frame was opened inside the data-dependent branch
+        that set ``ctx.value_unknown`` (its variables are the branch's own)."""
+        frames, scopes = ctx.value_unknown_at
+        return len(self.frames) > frames or depth >= scopes
 
     def push(self) -> None:
         self.frames[-1].scopes.append({})
@@ -758,7 +771,8 @@ class Walker:
             is_float = val.is_float if type_text == "auto" else base_elem.is_float
             if val.ptr is None:
                 val = ev.convert(val, is_float)
-            if ctx.value_unknown is not None and not file_scope:
+            if (ctx.value_unknown is not None and not file_scope
+                    and not self._inside_branch(ctx, len(self.frames[-1].scopes) - 1)):
                 val = Value(None, is_float, val.deps | {"data"}, ctx.value_unknown)
             self.declare(name, val, is_float)
 
@@ -785,15 +799,22 @@ class Walker:
             reason = f"condition `{cond_info.text}` at line {line} depends on {cv.reason or 'unknown values'}"
             if self.recording and ctx.mask.any():
                 acc.unknown = acc.unknown or reason
+            # Where the branch goes is unknown, but what it does is not: both sides are walked for
+            # every lane, so the counts are an upper bound (count_upper), never left out
             sub = replace(
                 ctx,
-                count_unknown=ctx.count_unknown or reason,
+                count_upper=ctx.count_upper or reason,
                 value_unknown=ctx.value_unknown or reason,
+                value_unknown_at=ctx.value_unknown_at if ctx.value_unknown else self._scope_mark(),
                 conds=(*ctx.conds, cond_info),
             )
-            exits = self.statement(cons, sub) if cons is not None else Exits()
+            # lanes where the condition is known (`lane == 0 && v != 0`: false off lane 0) go their way
+            known = np.broadcast_to(arr, self.shape) if arr is not None else None
+            then_mask = ctx.mask if known is None else ctx.mask & ~(known == 0)
+            else_mask = ctx.mask if known is None else ctx.mask & ~((known != 0) & ~np.isnan(known))
+            exits = self.statement(cons, replace(sub, mask=then_mask)) if cons is not None else Exits()
             if alt is not None:
-                exits.add(self.statement(alt, sub))
+                exits.add(self.statement(alt, replace(sub, mask=else_mask)))
             # lanes that may have returned are unknown: keep walking with the enclosing mask
             return Exits()
         truth = (arr != 0) & ctx.mask
@@ -830,6 +851,7 @@ class Walker:
             ctx,
             count_unknown=ctx.count_unknown or reason,
             value_unknown=ctx.value_unknown or reason,
+            value_unknown_at=ctx.value_unknown_at if ctx.value_unknown else self._scope_mark(),
             conds=(*ctx.conds, Cond(text, line, tdep)),
         )
         if body is not None:
@@ -1718,7 +1740,7 @@ class Walker:
         carr = c.lanes(self.shape)
         cons, alt = node.child_by_field_name("consequence"), node.child_by_field_name("alternative")
         if carr is None:
-            sub = replace(ctx, count_unknown=ctx.count_unknown or f"ternary on {c.reason}")
+            sub = replace(ctx, count_upper=ctx.count_upper or f"both sides of a ternary on {c.reason}")
             a = self.eval(cons, sub) if cons is not None else ev.unknown("?")
             b = self.eval(alt, sub) if alt is not None else ev.unknown("?")
         else:
