@@ -239,15 +239,17 @@ class SharedAcc:
     #: loads in constant-trip loops: (iterations, addresses, mask, multiplicity) per visit, so the
     #: analysis can see consecutive per-lane loads ptxas merges into one 64/128-bit load
     visits: list[tuple[Any, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    blind_requests: float = 0.0  # requests of visits whose addresses were not determined
 
     def result(self) -> SharedAccess:
         if self.unknown is not None or self.elem.size is None:
+            counted = self.count_unknown is None and self.blind_requests > 0 and self.requests == 0
             return SharedAccess(
                 self.line,
                 self.kind,
                 self.array,
                 None,
-                None,  # type: ignore[arg-type]
+                self.blind_requests if counted else None,  # type: ignore[arg-type]
                 self.unknown or f"element type `{self.elem.name}` has no known size",
                 self.elem.size,
                 text=self.text,
@@ -2035,7 +2037,7 @@ class Walker:
         if self.recording and not ctx.mask.any() and (self.block_dependent_exit or ctx.block_gated):
             acc.unreached_block_dependent = True
 
-    def _count_blind(self, acc: GlobalAcc, ctx: Ctx) -> None:
+    def _count_blind(self, acc: GlobalAcc | SharedAcc, ctx: Ctx) -> None:
         """Count the requests of an access whose addresses are not determined (a gather, a
         histogram's bins): how many happen is still known, only where they go is not, so the cost
         model can price them at their worst case instead of leaving them out."""
@@ -2046,7 +2048,8 @@ class Walker:
             acc.count_unknown = acc.count_unknown or ctx.count_unknown
         self.warp_work += active
         acc.blind_requests += float(ctx.mult[active].sum())
-        acc.blind_lanes += float((ctx.mult * ctx.mask.sum(axis=1)).sum())
+        if isinstance(acc, GlobalAcc):
+            acc.blind_lanes += float((ctx.mult * ctx.mask.sum(axis=1)).sum())
 
     def _lane_addresses(self, acc: Any, ctx: Ctx, p: Ptr) -> np.ndarray | None:
         """Per-lane byte addresses of an access by the active lanes, or None when there is nothing
@@ -2075,6 +2078,7 @@ class Walker:
         self._note_unreached(acc, ctx)
         addr = self._lane_addresses(acc, ctx, p)
         if addr is None:
+            self._count_blind(acc, ctx)  # how many requests is known; bank conflicts are not
             return
         if kind == "atomic":
             # no broadcast for atomics: every lane's read-modify-write is served by its bank in turn
