@@ -14,7 +14,7 @@ TIMES = {"small": 1e-6, "odd": 4e-6, "large": 16e-6}
 
 
 def _est(config: str, value: float, name: str = "time_s", **details) -> Measurement:
-    return Measurement(name=name, value=value, unit="s", provenance="estimated", backend="cost-model-v1:H100-SXM",
+    return Measurement(name=name, value=value, unit="s", provenance="estimated", backend="cost-model-v2:H100-SXM",
                        details={"config": config, "configs": CONFIGS, **details})
 
 
@@ -63,3 +63,14 @@ def test_the_harness_estimate_record_gives_the_reasons() -> None:
     assert composite_objective(ms, {}, "estimated", estimate=estimate) is None
     why = no_score_reason(ms, "estimated", estimate=estimate)
     assert why == "config 'large': estimate unknown: line 3: which kernels run depends on device data"
+
+
+def test_a_config_that_launches_nothing_is_present_not_missing() -> None:
+    """An entry that launches no kernel for a config (n = 1 sorts in place) is estimated at 0 s: the
+    config has a time, it just has no place in the geometric mean."""
+    ms = [_est("small", 1e-6), _est("odd", 0.0), _est("large", 16e-6)]
+    t, per = time_of(ms, "estimated")
+    assert t == pytest.approx(4e-6) and per["odd"] == 0.0
+    only_zero = [_est(c, 0.0) for c in CONFIGS]
+    assert time_of(only_zero, "estimated")[0] is None
+    assert "no configuration does any GPU work" in (no_score_reason(only_zero, "estimated") or "")

@@ -177,7 +177,7 @@ def score_time(measurements: Any, provenance: str, configs: Any = None,
         if _get(m, "name") != "time_s" or _get(m, "provenance") != provenance:
             continue
         value = float(_get(m, "value"))
-        if value > 0 and math.isfinite(value):
+        if value >= 0 and math.isfinite(value):
             key = details.get("config")
             if key is None:
                 key, anonymous = anonymous, anonymous + 1
@@ -185,9 +185,14 @@ def score_time(measurements: Any, provenance: str, configs: Any = None,
     if provenance == "estimated" and isinstance(estimate, Mapping):
         expected.update(dict.fromkeys(str(c) for c in (estimate.get("configs") or {})))
     missing = {name: _why_missing(name, provenance, ms, estimate) for name in expected if name not in per}
-    if not per or missing:
+    # A configuration whose entry launches no kernel has a time of 0: it is present (not missing)
+    # but has no place in a geometric mean; it only counts when nothing else does.
+    positive = [v for v in per.values() if v > 0]
+    if not per or missing or not positive:
+        if per and not missing:
+            missing = {"*": "no configuration does any GPU work (every time is 0)"}
         return TimeScore(None, per, missing, provenance)
-    return TimeScore(math.exp(sum(math.log(v) for v in per.values()) / len(per)), per, {}, provenance)
+    return TimeScore(math.exp(sum(math.log(v) for v in positive) / len(positive)), per, {}, provenance)
 
 
 def time_of(measurements: Any, provenance: str, configs: Any = None,

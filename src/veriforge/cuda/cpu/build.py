@@ -461,8 +461,9 @@ def build_executable(rt: BuiltRuntime, text: str, *, kind: str, user_file: str, 
         shutil.copyfile(built, staged)
         os.chmod(staged, 0o755)
         integrity.sign_file(staged, *sign_parts)
-        os.replace(staged, exe)
+        # signature first: a concurrent reader that finds the executable always finds its signature
         os.replace(integrity.signature_path(staged), integrity.signature_path(exe))
+        os.replace(staged, exe)
         return exe
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

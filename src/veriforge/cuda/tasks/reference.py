@@ -88,8 +88,9 @@ def compile_c_reference(source: str, name: str = "reference.c") -> Path:
         partial = out.with_name(f"{out.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
         shutil.copyfile(tmp_out, partial)
         integrity.sign_file(partial, "c-ref", key)
-        os.replace(partial, out)
+        # signature first: a concurrent reader that finds the file always finds its signature
         os.replace(integrity.signature_path(partial), integrity.signature_path(out))
+        os.replace(partial, out)
     return out
 
 
@@ -162,8 +163,10 @@ def reference_outputs(spec: TaskSpec, case: Case, *, version: str = "1", cache: 
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp.npz")
     np.savez(tmp, **outputs)
     integrity.sign_file(tmp, "c-ref-out", key)
-    os.replace(tmp, path)
+    # signature first: a concurrent reader that finds the file always finds its signature (two
+    # replaces in the other order let evaluations running in parallel see data without it)
     os.replace(integrity.signature_path(tmp), integrity.signature_path(path))
+    os.replace(tmp, path)
     return outputs
 
 
