@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 ALGORITHMS = ("mcts", "random", "greedy")
-EVALUATOR_VERSION = "optiml-x-eval/2"  # 2: every configuration needs a time; estimate status kept
+EVALUATOR_VERSION = "optiml-x-eval/3"  # 2: every configuration needs a time; 3: a 0 s config (no launch) counts
 #: Start of the rejection reason of a verified candidate without a score (tree.json, report).
 UNSCORED_PREFIX = "verified, no score"
 RECHECK_SEED = 7919  # a prime far from the default trial numbers: other inputs than the first check
