@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,8 +19,62 @@ from veriforge.cuda.analysis.parse import find_kernel, parse_source
 from veriforge.cuda.analysis.report import AnalysisReport, GlobalAccess
 from veriforge.cuda.analysis.resources import instantiation, launch_occupancy, ptxas_resources
 
+#: analyses kept per process: the harness, OptiML and calibration re-analyse the same launches of
+#: the same source many times (every config, every re-check, every fit)
+ANALYSIS_CACHE_SIZE = 512
+_CACHE: OrderedDict[tuple[Any, ...], AnalysisReport] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
 
 def analyze(
+    source: str,
+    kernel: str,
+    grid: int | tuple[int, ...],
+    block: int | tuple[int, ...],
+    params: Mapping[str, Any] | None = None,
+    arch: str = "sm_90",
+    defines: Mapping[str, Any] | None = None,
+    dynamic_smem: int = 0,
+    use_nvcc: bool = True,
+    template_args: Mapping[str, Any] | None = None,
+) -> AnalysisReport:
+    """Statically analyse ``kernel`` in ``source`` for one launch ``<<<grid, block, dynamic_smem>>>``
+    (see :func:`analyze_uncached`); results are memoised per process by their full inputs (a copy is
+    returned, so callers may change it)."""
+    try:
+        key = (hashlib.sha256(source.encode()).hexdigest(), kernel, _freeze(grid), _freeze(block),
+               _freeze(params or {}), arch, _freeze(defines or {}), int(dynamic_smem), bool(use_nvcc),
+               _freeze(template_args or {}))
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None:
+        with _CACHE_LOCK:
+            hit = _CACHE.get(key)
+            if hit is not None:
+                _CACHE.move_to_end(key)
+        if hit is not None:
+            return copy.deepcopy(hit)
+    rep = analyze_uncached(source, kernel, grid, block, params, arch, defines, dynamic_smem, use_nvcc, template_args)
+    if key is not None:
+        with _CACHE_LOCK:
+            _CACHE[key] = copy.deepcopy(rep)
+            while len(_CACHE) > ANALYSIS_CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    return rep
+
+
+def analyze_uncached(
     source: str,
     kernel: str,
     grid: int | tuple[int, ...],
