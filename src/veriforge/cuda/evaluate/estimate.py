@@ -38,7 +38,7 @@ DEFAULT_GPU = "H100-SXM"
 MAX_DISTINCT_LAUNCHES = 256
 #: Part of the evaluation cache key: results cached before unknown work made a time unknown are stale.
 #: 2: a launch with uncounted work makes its configuration's time unknown (with the reasons).
-ESTIMATE_VERSION = "estimate/2"
+ESTIMATE_VERSION = "estimate/3"  # 3: torch2cuda candidates are estimated by the harness too
 STATUSES = ("exact", "upper_bound", "unknown")
 
 

@@ -193,7 +193,7 @@ def _evaluate_uncached(spec: TaskSpec, cand: Candidate, backend: Any, *, trials:
         return _evaluate_c(spec, cand, be, base, trials=trials, timeout=timeout, seed=seed, configs=configs,
                            memcheck=memcheck, estimate=estimate, timing=timing, baseline=baseline, secret=secret)
     return _evaluate_torch(spec, cand, be, base, trials=trials, timeout=timeout, seed=seed, configs=configs,
-                           timing=timing, secret=secret)
+                           timing=timing, secret=secret, estimate=estimate)
 
 
 def _reject(base: EvalResult, reasons: list[str], kind: str, compiled: bool = True) -> EvalResult:
@@ -363,7 +363,7 @@ def _input_dependence(spec: TaskSpec, cases: list[tuple[Any, Any, dict]]) -> str
 
 def _evaluate_torch(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, trials: int,
                     timeout: float | None, seed: int | None, configs: list[str],
-                    timing: TimingOptions, secret: int | None = None) -> EvalResult:
+                    timing: TimingOptions, secret: int | None = None, estimate: bool = True) -> EvalResult:
     from .anticheat_torch import scan_torch
 
     assert spec.folder is not None
@@ -415,4 +415,25 @@ def _evaluate_torch(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, 
     if dependence:
         return _reject(base, [dependence], "dynamic")
     base.verdict = Verdict.passed(results)
+    if estimate and be.name == "cpu":
+        _estimate_torch(spec, cand, base)
     return base
+
+
+def _estimate_torch(spec: TaskSpec, cand: Candidate, base: EvalResult) -> None:
+    """The cost model's time of a passed torch2cuda candidate, per configuration, recorded like a
+    C→CUDA candidate's (``time_s`` only for complete configurations, the rest with their reasons)."""
+    import tempfile
+
+    from .estimate import estimate_torch_configs
+
+    with tempfile.TemporaryDirectory(prefix="vf-est-") as tmp:
+        path = Path(tmp) / "candidate.py"
+        path.write_text(cand.source)
+        est = estimate_torch_configs(spec, path)
+    base.measurements.extend(est.measurements())
+    base.features.update(est.features)
+    base.details["estimate"] = est.to_dict()
+    notes = est.notes()
+    if notes:
+        base.details["estimate_notes"] = notes
