@@ -628,7 +628,8 @@ class PhysicalLimitError(CostModelError):
     """The estimate implies a rate above the GPU's peak for the work counted: something was undercounted."""
 
 
-def _dram_bytes(q: CostInputs, g: GPU, c: CostConstants, blocks_per_wave: int) -> tuple[float, dict[str, float]]:
+def _dram_bytes(q: CostInputs, g: GPU, c: CostConstants, blocks_per_wave: int,
+                l2_traffic: float) -> tuple[float, dict[str, float]]:
     """DRAM bytes after L2 reuse, and the quantities behind it.
 
     Compulsory traffic is each array's footprint (its address range, capped by its L2 traffic).
@@ -651,7 +652,7 @@ def _dram_bytes(q: CostInputs, g: GPU, c: CostConstants, blocks_per_wave: int) -
             distinct *= spans[d]
         working += min(hull, per_block * distinct)
     usable = g.l2_bytes * c.l2_usable_fraction
-    reuse = max(0.0, q.l2_bytes - compulsory)
+    reuse = max(0.0, l2_traffic - compulsory)
     if compulsory <= usable or working <= usable:
         miss = 0.0
     else:
@@ -693,8 +694,7 @@ def _evaluate(q: CostInputs, g: GPU, c: CostConstants) -> Estimate:
         avail = max(0.0, g.arch_info.l1_smem_per_sm - per_sm * q.shared_bytes_per_block) * c.l1_usable_fraction
         l1_fit = min(1.0, avail / (per_sm * q.l1_live_bytes_per_block))
         l2_traffic = q.dram_bytes - (q.dram_bytes - q.l2_bytes) * l1_fit
-    dram_bytes, cache_info = _dram_bytes(
-        replace(q, l2_bytes=None if q.l2_bytes is None else l2_traffic), g, c, blocks_per_wave)
+    dram_bytes, cache_info = _dram_bytes(q, g, c, blocks_per_wave, l2_traffic)
     dram_bytes = min(dram_bytes, l2_traffic) if q.l2_bytes is not None else dram_bytes
     l1_cycles = (q.l1_requests / c.l1_requests_per_clk + q.l1_extra_lines / c.l1_lines_per_clk
                  + q.shared_wavefronts / c.shared_wavefronts_per_clk / warp_eff)

@@ -28,16 +28,13 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from veriforge.errors import VeriforgeError
 
 __all__ = ["PRESETS", "Reward", "RewardConfig", "RewardError", "compute_score", "extract_code", "outcome",
            "reward", "structure_terms", "trl_reward"]
-
-OUTCOMES = ("correct", "wrong", "timeout", "crash", "compile_error", "cheat")
-
 
 class RewardError(VeriforgeError, ValueError):
     """A reward configuration or call that cannot be honoured (unknown preset, bad weight, no task)."""
@@ -323,7 +320,7 @@ def trl_reward(*, backend: str = "cpu", config: RewardConfig | str = "veriforge"
     return cudaperf_reward
 
 
-_VERL: dict[tuple[str, str], _Scorer] = {}
+_VERL: dict[tuple[str, str, str], _Scorer] = {}
 
 
 def compute_score(data_source: str, solution_str: str, ground_truth: str,
@@ -332,12 +329,8 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str,
     ``backend`` and ``preset``. Returns ``{"score": float, ...}`` with the outcome and terms."""
     info = dict(extra_info or {})
     backend, preset = str(info.get("backend", "cpu")), str(info.get("preset", "veriforge"))
-    scorer = _VERL.setdefault((backend, preset), _Scorer(backend, preset, None, str(info.get("gpu", "H100-SXM")), 1))
+    gpu = str(info.get("gpu", "H100-SXM"))
+    scorer = _VERL.setdefault((backend, preset, gpu), _Scorer(backend, preset, None, gpu, 1))
     r = scorer.score(str(ground_truth), extract_code(solution_str))
     return {"score": r.value, "outcome": r.outcome, "speedup": r.speedup, "data_source": data_source,
             **{f"term_{k}": v for k, v in r.terms.items()}}
-
-
-def with_weights(config: RewardConfig, **changes: Any) -> RewardConfig:
-    """A copy of ``config`` with some weights changed (validated again)."""
-    return replace(config, **changes)

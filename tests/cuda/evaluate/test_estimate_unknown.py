@@ -121,3 +121,17 @@ def test_torch2cuda_estimate_is_unknown_for_a_wrapped_loop(tmp_path) -> None:
     assert not est.complete and all(c.status == "unknown" and c.lower_bound_s for c in est.configs.values())
     ms = est.measurements()
     assert ms and {m.name for m in ms} == {"time_s_lower_bound"}
+
+
+def test_harness_estimates_torch2cuda_candidates_on_every_config() -> None:
+    """The CPU back-end prices PyTorch→CUDA candidates like C→CUDA ones (before, they had no estimated
+    time, so every reward and objective saw an unknown speed)."""
+    from veriforge.cuda.evaluate.harness import resolve_task
+
+    spec = resolve_task("torch2cuda/gelu_tanh")
+    res = evaluate(spec, spec.folder / spec.implementations[0].file)
+    assert res.correct
+    times = {m.details["config"]: m.value for m in res.measurements
+             if m.name == "time_s" and m.provenance == "estimated"}
+    assert set(times) == {c.name for c in spec.configs} and all(t > 0 for t in times.values())
+    assert res.details["estimate"]["complete"] is True

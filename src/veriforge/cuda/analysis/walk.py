@@ -398,6 +398,7 @@ class Walker:
         self.block_dependent_exit = False
         #: statements with work no sampled block reaches, behind blockIdx-dependent conditions
         self.unreached: dict[tuple, str] = {}
+        self._struct_arrays: dict[str, str | None] = {}  # struct name -> its extern __shared__ array
         self._reached: set[tuple] = set()
         #: per sampled warp: how many recorded work events (accesses, FLOPs) it took part in
         self.warp_work = np.zeros(self.shape[0], dtype=np.int64)
@@ -2249,18 +2250,20 @@ class Walker:
         """``T* s = SharedMemory<T>();``: a struct of the file whose conversion operator returns an
         ``extern __shared__`` array (the CUDA samples' way to type dynamic shared memory in a
         template) is that array, as a pointer to ``T``, offset 0."""
-        m = re.search(rf"\bstruct\s+{re.escape(name)}\b[^{{;]*\{{(?P<body>[^{{}}]*\{{[^}}]*\}}[^}}]*)\}}",
-                      self.parsed.text)
-        if m is None:
-            return None
-        arr = re.search(r"extern\s+__shared__\s+[\w\s]+?\s+(\w+)\s*\[\s*\]", m.group("body"))
-        if arr is None or "operator" not in m.group("body"):
+        array = self._struct_arrays.get(name, ...)
+        if array is ...:  # the source is searched once per name
+            m = re.search(rf"\bstruct\s+{re.escape(name)}\b[^{{;]*\{{(?P<body>[^{{}}]*\{{[^}}]*\}}[^}}]*)\}}",
+                          self.parsed.text)
+            arr = re.search(r"extern\s+__shared__\s+[\w\s]+?\s+(\w+)\s*\[\s*\]", m.group("body")) if m else None
+            array = arr.group(1) if arr is not None and m is not None and "operator" in m.group("body") else None
+            self._struct_arrays[name] = array
+        if array is None:
             return None
         type_name = node_text(targs)[1:-1].strip() if targs is not None else "float"
         value = self.template_values.get(type_name)
         elem = self.elem(str(self.template_values_input.get(type_name, type_name)) if value is None else type_name)
-        self.shared_decls.setdefault(arr.group(1), SharedDecl(arr.group(1), elem, None, True, 0))
-        return Value(None, False, frozenset(), None, Ptr("shared", arr.group(1), np.asarray(0.0), elem))
+        self.shared_decls.setdefault(array, SharedDecl(array, elem, None, True, 0))
+        return Value(None, False, frozenset(), None, Ptr("shared", array, np.asarray(0.0), elem))
 
     def _is_type(self, name: str) -> bool:
         if name in self.typedefs or self.elem(name).size is not None:

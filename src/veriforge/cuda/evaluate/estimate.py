@@ -444,13 +444,17 @@ def _forward_calls(module_text: str, inputs: list[tuple[int, ...]], init_inputs:
     return calls
 
 
-def estimate_torch_configs(spec: TaskSpec, path: Path, gpu: str = DEFAULT_GPU) -> CandidateEstimate:
-    """Every configuration's estimate of a torch2cuda implementation: the launches of each
-    ``_ext.fn(...)`` call of ``forward``, one after another."""
+def estimate_torch_configs(spec: TaskSpec, path: Path | None = None, gpu: str = DEFAULT_GPU, *,
+                           text: str | None = None) -> CandidateEstimate:
+    """Every configuration's estimate of a torch2cuda implementation (the module at ``path``, or its
+    ``text``): the launches of each ``_ext.fn(...)`` call of ``forward``, one after another."""
     from veriforge.cuda import costmodel
     from veriforge.cuda.analysis.parse import parse_source
 
-    text = Path(path).read_text()
+    if text is None:
+        if path is None:
+            raise ValueError("estimate_torch_configs needs the module's path or its text")
+        text = Path(path).read_text()
     configs: dict[str, ConfigEstimate] = {}
     cache: dict[Any, Any] = {}
     try:

@@ -281,16 +281,7 @@ def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, t
     if estimate and be.name == "cpu":
         from .estimate import estimate_candidate
 
-        est = estimate_candidate(spec, cand.source, cases)
-        base.measurements.extend(est.measurements())
-        base.features.update(est.features)
-        # Per configuration: time or unknown (with the reasons and a lower bound), status,
-        # worst-case parts, assumptions and launches; ``time_s`` measurements exist only for
-        # the complete configurations.
-        base.details["estimate"] = est.to_dict()
-        notes = est.notes()
-        if notes:
-            base.details["estimate_notes"] = notes
+        _record_estimate(base, estimate_candidate(spec, cand.source, cases))
     return base
 
 
@@ -420,20 +411,20 @@ def _evaluate_torch(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, 
     return base
 
 
-def _estimate_torch(spec: TaskSpec, cand: Candidate, base: EvalResult) -> None:
-    """The cost model's time of a passed torch2cuda candidate, per configuration, recorded like a
-    C→CUDA candidate's (``time_s`` only for complete configurations, the rest with their reasons)."""
-    import tempfile
-
-    from .estimate import estimate_torch_configs
-
-    with tempfile.TemporaryDirectory(prefix="vf-est-") as tmp:
-        path = Path(tmp) / "candidate.py"
-        path.write_text(cand.source)
-        est = estimate_torch_configs(spec, path)
+def _record_estimate(base: EvalResult, est: Any) -> None:
+    """Keep a candidate's estimate: per configuration its time or unknown (with the reasons and a
+    lower bound), status, worst-case parts, assumptions and launches; ``time_s`` measurements exist
+    only for the complete configurations."""
     base.measurements.extend(est.measurements())
     base.features.update(est.features)
     base.details["estimate"] = est.to_dict()
     notes = est.notes()
     if notes:
         base.details["estimate_notes"] = notes
+
+
+def _estimate_torch(spec: TaskSpec, cand: Candidate, base: EvalResult) -> None:
+    """The cost model's time of a passed torch2cuda candidate, recorded like a C→CUDA candidate's."""
+    from .estimate import estimate_torch_configs
+
+    _record_estimate(base, estimate_torch_configs(spec, text=cand.source))
