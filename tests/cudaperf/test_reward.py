@@ -112,3 +112,27 @@ def test_trl_reward_func_and_verl_compute_score(sum_reduce, tmp_path) -> None:
     assert extract_code(chat) == fast.strip() + "\n"
     out = compute_score("cudaperf", completions[0], "c2cuda/sum_reduce", {"preset": "veriforge"})
     assert out["score"] == pytest.approx(values[0]) and out["outcome"] == "correct" and out["speedup"] > 1
+
+
+def test_rewards_in_a_process_pool_match_and_are_cached_by_content(sum_reduce, tmp_path) -> None:
+    from veriforge.core.store import RunStore
+    from veriforge.cudaperf.reward import make_executor
+
+    spec, _ = sum_reduce
+    fast = (spec.folder / spec.implementations[-1].file).read_text()
+    completions = [f"```cuda\n{fast}```", f"```cuda\n{_broken(spec.folder)}```"]
+    pool = make_executor("process", 2)
+    try:
+        store = RunStore(tmp_path / "runs.sqlite")
+        f = trl_reward(executor=pool, store=store)
+        values = f(["p1", "p2"], completions, task_id=["c2cuda/sum_reduce"] * 2)
+        assert store.count_evaluations() >= 2  # the workers wrote the evaluations to the shared store
+        # rewarded here from the same stored evaluations: the workers computed the same rewards
+        local = trl_reward(store=store)(["p1", "p2"], completions, task_id=["c2cuda/sum_reduce"] * 2)
+        assert values == pytest.approx(local) and values[0] > 0.5 > values[1]
+    finally:
+        pool.shutdown()
+    # same content again: answered from the reward cache, without the (now closed) pool
+    assert f(["p1"], completions[:1], task_id=["c2cuda/sum_reduce"]) == values[:1]
+    with pytest.raises(RewardError, match="unknown reward executor"):
+        make_executor("gpu-farm", 2)

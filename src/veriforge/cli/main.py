@@ -109,6 +109,7 @@ def _register() -> None:
         config_cmd,
         cuda,
         cuda_analyze,
+        cudaperf_cmd,
         d3gym_cmd,
         doctor,
         eval_cmd,
@@ -128,6 +129,7 @@ def _register() -> None:
     app.command("eval")(eval_cmd.eval_cmd)
     app.add_typer(moa_cmd.app, name="moa")
     app.add_typer(d3gym_cmd.app, name="d3gym")
+    app.add_typer(cudaperf_cmd.app, name="cudaperf")
 
 
 _register()

@@ -33,8 +33,19 @@ from typing import Any
 
 from veriforge.errors import VeriforgeError
 
-__all__ = ["PRESETS", "Reward", "RewardConfig", "RewardError", "compute_score", "extract_code", "outcome",
-           "reward", "structure_terms", "trl_reward"]
+__all__ = [
+    "PRESETS",
+    "Reward",
+    "RewardConfig",
+    "RewardError",
+    "compute_score",
+    "extract_code",
+    "make_executor",
+    "outcome",
+    "reward",
+    "structure_terms",
+    "trl_reward",
+]
 
 class RewardError(VeriforgeError, ValueError):
     """A reward configuration or call that cannot be honoured (unknown preset, bad weight, no task)."""
@@ -180,7 +191,10 @@ def _time(result: Any, provenance: str) -> tuple[float | None, str]:
     from veriforge.optiml.objective import score_time
 
     est = result.details.get("estimate") if provenance == "estimated" else None
-    ts = score_time(result.measurements, provenance, estimate=est)
+    # A task's [[timing]] sizes decide speed when it has them (the verification sizes are small and
+    # launch-bound, so strategies barely differ there); each must still have a time.
+    only = (est or {}).get("timing") or result.details.get("timing_configs") or None
+    ts = score_time(result.measurements, provenance, estimate=est, only=only)
     return ts.time_s, ts.reason or ""
 
 
@@ -252,10 +266,17 @@ def extract_code(completion: Any) -> str:
 
 
 class _Scorer:
-    """Evaluate-and-reward with a cache keyed by task, candidate content and settings."""
+    """Evaluate-and-reward with a cache keyed by task, candidate content and settings.
 
-    def __init__(self, backend: str, config: RewardConfig | str, store: Any, gpu: str, jobs: int) -> None:
+    With an ``executor`` (a :class:`~veriforge.cuda.evaluate.executor.Executor`: a process pool or a
+    Ray cluster) each uncached evaluation runs as one job there — a worker keeps its own scorer (so a
+    task's baseline is evaluated once per worker) and, given ``store_path``, shares the run store's
+    evaluation cache; the trainer's process only keeps the content-hash cache of rewards."""
+
+    def __init__(self, backend: str, config: RewardConfig | str, store: Any, gpu: str, jobs: int,
+                 executor: Any = None, store_path: str | None = None) -> None:
         self.backend, self.config, self.store, self.gpu, self.jobs = backend, config, store, gpu, jobs
+        self.executor, self.store_path = executor, store_path
         self._cache: dict[tuple[str, str], Reward] = {}
         self._baselines: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -283,6 +304,14 @@ class _Scorer:
         with self._lock:
             if key in self._cache:
                 return self._cache[key]
+        if self.executor is not None:
+            config = self.config if isinstance(self.config, str) else asdict(self.config)
+            data = self.executor.submit(_score_job, task, source, self.backend, config, self.gpu,
+                                        self.store_path).result()
+            r = Reward(**data)
+            with self._lock:
+                self._cache[key] = r
+            return r
         try:
             res = evaluate(task, Candidate(source=source, language="cuda"), backend=self.backend, store=self.store)
             r = reward(res, self.baseline(task), config=self.config, gpu=self.gpu)
@@ -300,14 +329,55 @@ class _Scorer:
             return list(pool.map(self.score, tasks, sources))
 
 
+_WORKER_SCORERS: dict[tuple[str, str, str, str | None], _Scorer] = {}
+
+
+def _score_job(task: str, source: str, backend: str, config: Any, gpu: str, store_path: str | None
+               ) -> dict[str, Any]:
+    """One reward in a pool or Ray worker (module-level, so it pickles by reference)."""
+    cfg = config if isinstance(config, str) else RewardConfig(**config)
+    key = (backend, repr(cfg), gpu, store_path)
+    scorer = _WORKER_SCORERS.get(key)
+    if scorer is None:
+        store = None
+        if store_path:
+            from veriforge.core.store import RunStore
+
+            store = RunStore(store_path)
+        scorer = _WORKER_SCORERS.setdefault(key, _Scorer(backend, cfg, store, gpu, 1))
+    return asdict(scorer.score(task, source))
+
+
+def make_executor(kind: Any, jobs: int, *, ray_address: str | None = "local") -> Any:
+    """``"thread"`` → None (the scorer's own thread pool); ``"process"`` → a process pool of ``jobs``;
+    ``"ray"`` → Ray tasks (``ray_address``: "local" starts a private cluster, "auto" joins one); an
+    :class:`~veriforge.cuda.evaluate.executor.Executor` is used as it is."""
+    if kind in (None, "thread"):
+        return None
+    from veriforge.cuda.evaluate.executor import Executor, LocalExecutor, RayExecutor
+
+    if isinstance(kind, Executor):
+        return kind
+    if kind == "process":
+        return LocalExecutor(jobs)
+    if kind == "ray":
+        return RayExecutor(ray_address, num_cpus=jobs if ray_address == "local" else None)
+    raise RewardError(f"unknown reward executor {kind!r}; use thread, process or ray")
+
+
 def trl_reward(*, backend: str = "cpu", config: RewardConfig | str = "veriforge", store: Any = None,
-               gpu: str = "H100-SXM", jobs: int = 2, task_column: str = "task_id") -> Callable[..., list[float]]:
+               gpu: str = "H100-SXM", jobs: int = 2, task_column: str = "task_id", executor: Any = "thread",
+               ray_address: str | None = "local") -> Callable[..., list[float]]:
     """A TRL ``reward_funcs`` entry: ``f(prompts, completions, **columns) -> list[float]``.
 
     The dataset needs a ``task_id`` column (a bundled task id or a task folder); the code is the
-    last fenced block of each completion; evaluations run ``jobs`` at a time and are cached by
-    content (and by the run store when one is given)."""
-    scorer = _Scorer(backend, config, store, gpu, jobs)
+    last fenced block of each completion; evaluations run ``jobs`` at a time — on threads (each
+    evaluation is already an isolated subprocess), a process pool or a Ray cluster (``executor``) —
+    and are cached by content (and by the run store when one is given; pool and Ray workers open
+    the same store file)."""
+    pool = make_executor(executor, jobs, ray_address=ray_address)
+    store_path = str(store.path) if store is not None and pool is not None else None
+    scorer = _Scorer(backend, config, store, gpu, jobs, executor=pool, store_path=store_path)
 
     def cudaperf_reward(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
         tasks = columns.get(task_column)

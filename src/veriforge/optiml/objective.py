@@ -155,7 +155,7 @@ def _why_missing(name: str, provenance: str, measurements: list[Any], estimate: 
 
 
 def score_time(measurements: Any, provenance: str, configs: Any = None,
-               estimate: Mapping[str, Any] | None = None) -> TimeScore:
+               estimate: Mapping[str, Any] | None = None, only: Any = None) -> TimeScore:
     """The geometric mean of the per-configuration ``time_s`` of ``provenance`` — only when every
     configuration has one.
 
@@ -163,6 +163,9 @@ def score_time(measurements: Any, provenance: str, configs: Any = None,
     configuration any measurement names (``details["config"]``, and ``details["configs"]``: the
     estimator lists all of them on each time it emits) and every one in ``estimate`` (the
     harness's ``details["estimate"]``, which also gives the reasons of unknown estimates).
+    ``only`` restricts the score to those configurations (a task's ``[[timing]]`` sizes: where
+    strategies differ, instead of small verification sizes dominated by launch overhead); each of
+    them must still have a time.
     """
     ms = list(measurements or ())
     per: dict[str, float] = {}
@@ -184,6 +187,10 @@ def score_time(measurements: Any, provenance: str, configs: Any = None,
             per[str(key)] = value
     if provenance == "estimated" and isinstance(estimate, Mapping):
         expected.update(dict.fromkeys(str(c) for c in (estimate.get("configs") or {})))
+    if only:
+        keep = [str(c) for c in only]
+        expected = dict.fromkeys(keep)
+        per = {k: v for k, v in per.items() if k in expected}
     missing = {name: _why_missing(name, provenance, ms, estimate) for name in expected if name not in per}
     # A configuration whose entry launches no kernel has a time of 0: it is present (not missing)
     # but has no place in a geometric mean; it only counts when nothing else does.

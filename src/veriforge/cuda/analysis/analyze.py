@@ -202,7 +202,7 @@ def analyze_uncached(
 
 
 #: a grid of at most this many blocks is walked whole when sampled blocks leave blockIdx-gated work unseen
-EXHAUSTIVE_BLOCKS = 512
+EXHAUSTIVE_BLOCKS = 2048
 #: at most this many distinct atomic target addresses in a launch count as "few" (a histogram's bins)
 FEW_ATOMIC_ADDRESSES = 64
 

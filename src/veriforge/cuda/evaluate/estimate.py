@@ -31,14 +31,18 @@ from veriforge.cuda.tasks.schema import TaskSpec
 
 from .backend import CCase
 
-__all__ = ["DEFAULT_GPU", "ESTIMATE_VERSION", "MAX_DISTINCT_LAUNCHES", "CandidateEstimate", "ConfigEstimate",
-           "estimate_c", "estimate_candidate", "estimate_launches", "estimate_torch_configs", "estimate_torch_impl"]
+__all__ = ["DEFAULT_GPU", "ESTIMATE_VERSION", "MAX_DISTINCT_LAUNCHES", "MIN_TIMING_COVERAGE", "CandidateEstimate",
+           "ConfigEstimate", "check_timing", "estimate_c", "estimate_candidate", "estimate_launches",
+           "estimate_torch_configs", "estimate_torch_impl"]
 
 DEFAULT_GPU = "H100-SXM"
 MAX_DISTINCT_LAUNCHES = 256
 #: Part of the evaluation cache key: results cached before unknown work made a time unknown are stale.
 #: 2: a launch with uncounted work makes its configuration's time unknown (with the reasons).
-ESTIMATE_VERSION = "estimate/3"  # 3: torch2cuda candidates are estimated by the harness too
+ESTIMATE_VERSION = "estimate/4"  # 3: torch2cuda candidates estimated; 4: [[timing]] configurations
+MIN_TIMING_COVERAGE = 0.5
+"""A timing configuration whose counted global traffic is below this fraction of the task's minimum
+(``metrics.bytes``) is not trusted: the candidate does not do the whole task at that size."""
 STATUSES = ("exact", "upper_bound", "unknown")
 
 
@@ -175,7 +179,7 @@ def estimate_launches(source: str, entry: str, scalars: dict[str, Any], gpu: str
         total = None if total is None or c["time_s"] is None else total + c["time_s"]
         details.append({"kernel": ln.kernel, "grid": ln.grid, "block": ln.block, "line": ln.line,
                         "time_s": c["time_s"], "lower_bound_s": c["lower_bound_s"], "bound": c["bound"],
-                        "status": c["status"]})
+                        "status": c["status"], "useful_bytes": c.get("useful_bytes")})
         if ln.kernel not in featured and c["features"]:  # the first launch of each kernel describes it
             featured.add(ln.kernel)
             prefix = f"{ln.kernel}." if len(kernels) > 1 else ""
@@ -219,6 +223,7 @@ def _launch_cost(source: str, parsed: Any, ln: Any, gpu: str, overhead: float, a
         # Fully analysed and it does nothing the model prices (e.g. a tail kernel with no tail).
         return {"time_s": overhead, "lower_bound_s": overhead, "bound": "latency", "status": "exact",
                 "features": dict(rep.features), "unknown": [], "worst_case": [], "analysis_unknowns": [],
+                "useful_bytes": 0.0,
                 "assumptions": [f"{ln.kernel} <<<{ln.grid}, {ln.block}>>> does no modelled work: "
                                 "launch overhead only"]}
     unknown_parts = list(getattr(est, "unknown", None) or [])
@@ -231,7 +236,8 @@ def _launch_cost(source: str, parsed: Any, ln: Any, gpu: str, overhead: float, a
     status = "unknown" if time_s is None else ("upper_bound" if worst else "exact")
     return {"time_s": None if time_s is None else float(time_s), "lower_bound_s": lower, "bound": est.bound,
             "status": status, "features": dict(rep.features), "assumptions": list(est.assumptions),
-            "unknown": unknown_parts, "worst_case": worst, "analysis_unknowns": list(rep.unknowns)}
+            "unknown": unknown_parts, "worst_case": worst, "analysis_unknowns": list(rep.unknowns),
+            "useful_bytes": float((getattr(est, "breakdown", None) or {}).get("useful_bytes") or 0.0)}
 
 
 @dataclass
@@ -247,6 +253,8 @@ class CandidateEstimate:
     configs: dict[str, ConfigEstimate]
     features: dict[str, Any] = field(default_factory=dict)
     model: str = ""
+    timing: list[str] = field(default_factory=list)
+    """The task's ``[[timing]]`` configurations among :attr:`configs` (estimated, never run here)."""
 
     @property
     def complete(self) -> bool:
@@ -272,7 +280,7 @@ class CandidateEstimate:
                 continue
             details: dict[str, Any] = {"config": name, "configs": names, "gpu": self.gpu, "status": c.status,
                                        "launches": c.launches, "assumptions": c.assumptions,
-                                       "worst_case": c.worst_case}
+                                       "worst_case": c.worst_case, "timing": name in self.timing}
             if not c.complete:
                 details["unknown"] = c.unknown
             out.append(Measurement(
@@ -285,16 +293,56 @@ class CandidateEstimate:
         """What the harness keeps in ``details["estimate"]`` (JSON-able)."""
         return {"gpu": self.gpu, "model": self.model, "version": ESTIMATE_VERSION, "complete": self.complete,
                 "status": self.status, "config_names": list(self.configs),  # the order (stores sort keys)
-                "configs": {n: c.to_dict() for n, c in self.configs.items()}}
+                "timing": list(self.timing), "configs": {n: c.to_dict() for n, c in self.configs.items()}}
 
 
-def estimate_candidate(spec: TaskSpec, source: str, cases: list[CCase], gpu: str = DEFAULT_GPU) -> CandidateEstimate:
-    """The estimate of every configuration of a C→CUDA candidate (one per distinct ``case.config``)."""
+def check_timing(spec: TaskSpec, configs: dict[str, ConfigEstimate]) -> None:
+    """Make a ``[[timing]]`` configuration's time unknown when nothing vouches for it.
+
+    A timing configuration is estimated, never run, so a candidate could behave differently there
+    than where it was verified (``if (n > 1 << 20) return;``, or a kernel only large sizes use).
+    Its time is kept only when every kernel it launches also ran in a verified configuration, and
+    its counted global traffic covers at least :data:`MIN_TIMING_COVERAGE` of the task's minimum
+    (``metrics.bytes`` at that size). Otherwise the time is unknown — the worst speed for a reward,
+    never a fast one — with the reason.
+    """
+    from veriforge.cuda.tasks.expr import ExpressionError, evaluate
+
+    timing = set(spec.timing_names)
+    ran = {ln["kernel"] for name, c in configs.items() if name not in timing for ln in c.launches}
+    for cfg in spec.timing:
+        c = configs.get(cfg.name)
+        if c is None or not c.complete:
+            continue
+        reasons = []
+        new = sorted({ln["kernel"] for ln in c.launches} - ran)
+        if new:
+            reasons.append(f"timing config {cfg.name!r} launches {', '.join(new)}, which no verified "
+                           "configuration ran: its results at this size were never checked")
+        try:
+            need = float(evaluate(str(spec.metrics["bytes"]), dict(cfg.variables))) if "bytes" in spec.metrics else 0.0
+        except ExpressionError:
+            need = 0.0
+        got = sum(float(ln.get("useful_bytes") or 0.0) for ln in c.launches)
+        if need > 0 and got < MIN_TIMING_COVERAGE * need:
+            reasons.append(f"timing config {cfg.name!r}: the kernels move {got:.4g} bytes, under "
+                           f"{MIN_TIMING_COVERAGE:.0%} of the {need:.4g} bytes the task reads and writes at this "
+                           "size (metrics.bytes): the whole task is not done there")
+        if reasons:
+            c.lower_bound_s = c.time_s if c.lower_bound_s is None else c.lower_bound_s
+            c.time_s = None
+            c.unknown = _unique([*c.unknown, *reasons])
+
+
+def estimate_candidate(spec: TaskSpec, source: str, cases: list[CCase], gpu: str = DEFAULT_GPU,
+                       timing_cases: list[CCase] | None = None) -> CandidateEstimate:
+    """The estimate of every configuration of a C→CUDA candidate (one per distinct ``case.config``),
+    plus the task's timing configurations from ``timing_cases`` (checked by :func:`check_timing`)."""
     from veriforge.cuda import costmodel
 
     configs: dict[str, ConfigEstimate] = {}
     cache: dict[Any, Any] = {}
-    for case in cases:
+    for case in [*cases, *(timing_cases or [])]:
         if case.config in configs:
             continue
         scalars = {p.name: v for p, v in zip(spec.params, case.args, strict=True) if p.role == "scalar"}
@@ -303,9 +351,12 @@ def estimate_candidate(spec: TaskSpec, source: str, cases: list[CCase], gpu: str
             configs[case.config] = estimate_launches(source, spec.entry, scalars, gpu, cache, inputs)
         except Exception as exc:  # the analysis must never fail an evaluation that passed
             configs[case.config] = ConfigEstimate.unknown_because(f"{type(exc).__name__}: {exc}")
+    timing = [c.config for c in timing_cases or [] if c.config in configs]
+    if timing:
+        check_timing(spec, configs)
     last = configs.get(cases[-1].config) if cases else None
     return CandidateEstimate(gpu=gpu, configs=configs, features=dict(last.features) if last else {},
-                             model=costmodel.MODEL_VERSION)
+                             model=costmodel.MODEL_VERSION, timing=list(dict.fromkeys(timing)))
 
 
 def estimate_c(spec: TaskSpec, source: str, cases: list[CCase], gpu: str = DEFAULT_GPU
@@ -460,10 +511,11 @@ def estimate_torch_configs(spec: TaskSpec, path: Path | None = None, gpu: str = 
     try:
         source = _cuda_src(text)
     except _Unknown as exc:
-        return CandidateEstimate(gpu=gpu, model=costmodel.MODEL_VERSION,
-                                 configs={c.name: ConfigEstimate.unknown_because(str(exc)) for c in spec.configs})
+        return CandidateEstimate(gpu=gpu, model=costmodel.MODEL_VERSION, timing=spec.timing_names,
+                                 configs={c.name: ConfigEstimate.unknown_because(str(exc))
+                                          for c in (*spec.configs, *spec.timing)})
     parsed = parse_source(source)
-    for cfg in spec.configs:
+    for cfg in (*spec.configs, *spec.timing):
         try:
             inputs, init_inputs = _config_inputs(spec, cfg)
             parts = []
@@ -478,9 +530,11 @@ def estimate_torch_configs(spec: TaskSpec, path: Path | None = None, gpu: str = 
             configs[cfg.name] = ConfigEstimate.unknown_because(str(exc))
         except Exception as exc:
             configs[cfg.name] = ConfigEstimate.unknown_because(f"{type(exc).__name__}: {exc}")
+    if spec.timing:
+        check_timing(spec, configs)
     last = configs.get(spec.configs[-1].name) if spec.configs else None
     return CandidateEstimate(gpu=gpu, configs=configs, features=dict(last.features) if last else {},
-                             model=costmodel.MODEL_VERSION)
+                             model=costmodel.MODEL_VERSION, timing=spec.timing_names)
 
 
 def estimate_torch_impl(spec: TaskSpec, path: Path, gpu: str = DEFAULT_GPU) -> tuple[dict[str, float], list[str], int]:

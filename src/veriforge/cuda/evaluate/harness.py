@@ -109,7 +109,10 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
     backend_name = backend if isinstance(backend, str) else backend.name
     if trials < 2:
         raise ValueError("trials must be >= 2: the second trial is what catches outputs that ignore the inputs")
-    chosen = [c.name for c in spec.configs] if configs is None else list(configs)
+    # [[timing]] configurations: a measuring back-end verifies and times them like the others; the CPU
+    # back-end only estimates them (they are too large to emulate), see estimate.check_timing.
+    default = [c.name for c in spec.configs] + (spec.timing_names if backend_name != "cpu" else [])
+    chosen = default if configs is None else list(configs)
     for name in chosen:
         spec.config(name)
     timing = timing or TimingOptions(profile=profile)
@@ -134,6 +137,8 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
         # consumers (cost-model calibration on accumulated GPU timings, rankers) need no other copy.
         res.details.setdefault("candidate_source", cand.source)
         res.details.setdefault("task_family", spec.family)
+        if spec.timing:
+            res.details["timing_configs"] = spec.timing_names
         return res.to_dict()
 
     if store is None:
@@ -281,7 +286,11 @@ def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, t
     if estimate and be.name == "cpu":
         from .estimate import estimate_candidate
 
-        _record_estimate(base, estimate_candidate(spec, cand.source, cases))
+        timing_cases = []
+        for name in spec.timing_names:
+            case = make_case(spec, name, 0)
+            timing_cases.append(CCase(config=name, trial=0, args=case.args, variables=dict(case.env)))
+        _record_estimate(base, estimate_candidate(spec, cand.source, cases, timing_cases=timing_cases))
     return base
 
 

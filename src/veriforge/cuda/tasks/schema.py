@@ -209,6 +209,8 @@ class TaskSpec(_Strict):
     tolerance: Tolerance = Field(default_factory=Tolerance)
     metrics: dict[str, str | int | float] = Field(default_factory=dict)
     configs: list[ConfigSpec]
+    timing: list[ConfigSpec] = Field(default_factory=list)
+    """``[[timing]]``: sizes a candidate is *timed* at, not verified at on the CPU back-end (docs/tasks.md)."""
     implementations: list[ImplSpec] = Field(default_factory=list)
     allowed_dtypes: list[str] = Field(default_factory=lambda: ["float32"])  # optional (torch2cuda)
     folder: Path | None = Field(default=None, exclude=True)
@@ -229,9 +231,9 @@ class TaskSpec(_Strict):
             raise ValueError(f"duplicate param names: {', '.join(sorted(dup))}")
         if self.family == "c2cuda" and not any(p.is_output for p in self.params):
             raise ValueError("no param has role out or inout: the task has no output")
-        cnames = [c.name for c in self.configs]
+        cnames = [c.name for c in (*self.configs, *self.timing)]
         if len(set(cnames)) != len(cnames):
-            raise ValueError(f"duplicate config names in {cnames}")
+            raise ValueError(f"duplicate config names in {cnames} (configs and timing share one namespace)")
         inames = [i.name for i in self.implementations]
         if len(set(inames)) != len(inames):
             raise ValueError(f"duplicate implementation names in {inames}")
@@ -241,7 +243,7 @@ class TaskSpec(_Strict):
         for key in self.tolerance.per_output():
             if self.family == "c2cuda" and key not in outputs:
                 raise ValueError(f"[tolerance.{key}] names no output param (outputs: {', '.join(sorted(outputs))})")
-        for cfg in self.configs:
+        for cfg in (*self.configs, *self.timing):
             for key, gen in cfg.init.items():
                 if key not in names:
                     raise ValueError(f"config {cfg.name!r}: init.{key} names no param")
@@ -255,10 +257,16 @@ class TaskSpec(_Strict):
         raise KeyError(name)
 
     def config(self, name: str) -> ConfigSpec:
-        for c in self.configs:
+        """The verification or timing configuration ``name``."""
+        for c in (*self.configs, *self.timing):
             if c.name == name:
                 return c
-        raise TaskFormatError(f"task {self.id}: no config {name!r} (have: {', '.join(c.name for c in self.configs)})")
+        have = ", ".join(c.name for c in (*self.configs, *self.timing))
+        raise TaskFormatError(f"task {self.id}: no config {name!r} (have: {have})")
+
+    @property
+    def timing_names(self) -> list[str]:
+        return [c.name for c in self.timing]
 
     def implementation(self, name: str) -> ImplSpec:
         for i in self.implementations:

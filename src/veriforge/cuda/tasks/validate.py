@@ -73,7 +73,7 @@ def _static_checks(spec: TaskSpec, report: ValidationReport) -> None:
         _check_signature(spec, (spec.folder / "reference.c").read_text(), "reference", "reference.c", report)
         for impl in spec.implementations:
             _check_signature(spec, (spec.folder / impl.file).read_text(), spec.entry, impl.file, report)
-    for cfg in spec.configs:
+    for cfg in (*spec.configs, *spec.timing):
         env = dict(cfg.variables)
         for key, expr in spec.metrics.items():
             try:
@@ -120,7 +120,7 @@ def _runtime_checks(spec: TaskSpec, report: ValidationReport) -> None:
 
         assert spec.folder is not None
         source = (spec.folder / "reference.py").read_text()
-        for cfg in spec.configs:
+        for cfg in (*spec.configs, *spec.timing):
             try:
                 load_torch_reference(source, cfg.variables)
             except Exception as exc:

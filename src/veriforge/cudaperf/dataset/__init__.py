@@ -1,0 +1,1 @@
+"""CudaPerf's generated dataset: task families, the verified build, export and splits."""
