@@ -255,13 +255,19 @@ def reward(result: Any, baseline: Any = None, *, config: RewardConfig | str = "v
 _FENCE = re.compile(r"```(?:cuda|cu|c\+\+|cpp|c)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
-def extract_code(completion: Any) -> str:
-    """The CUDA source of a model completion: the last fenced ```cuda block, else the whole text.
-    Chat-format completions (a list of ``{"role", "content"}``) use the last message's content."""
+_PY_FENCE = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.DOTALL)
+_ANY_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
+
+
+def extract_code(completion: Any, family: str = "c2cuda") -> str:
+    """The candidate source of a model completion. C→CUDA: the last fenced ```cuda (c, cpp) block;
+    PyTorch→CUDA: the last ```python block, else the last fenced block of any language; else the
+    whole text (so a reply without the right fence still gets a verdict). Chat-format completions
+    (a list of ``{"role", "content"}``) use the last message's content."""
     if isinstance(completion, list) and completion and isinstance(completion[-1], Mapping):
         completion = completion[-1].get("content", "")
     text = str(completion or "")
-    blocks = _FENCE.findall(text)
+    blocks = _FENCE.findall(text) if family == "c2cuda" else (_PY_FENCE.findall(text) or _ANY_FENCE.findall(text))
     return (blocks[-1] if blocks else text).strip() + "\n"
 
 
@@ -296,6 +302,19 @@ class _Scorer:
             self._baselines[task] = res
         return res
 
+    def family(self, task: str) -> str:
+        from veriforge.cuda.evaluate.harness import resolve_task
+
+        return resolve_task(task).family
+
+    def score_completion(self, task: str, completion: Any) -> Reward:
+        """The reward of a model completion: its code block for the task's family, scored."""
+        try:
+            family = self.family(task)
+        except Exception as exc:
+            raise RewardError(f"task {task!r}: {exc}") from exc
+        return self.score(task, extract_code(completion, family))
+
     def score(self, task: str, source: str) -> Reward:
         from veriforge.core.types import Candidate
         from veriforge.cuda.evaluate import evaluate
@@ -313,7 +332,8 @@ class _Scorer:
                 self._cache[key] = r
             return r
         try:
-            res = evaluate(task, Candidate(source=source, language="cuda"), backend=self.backend, store=self.store)
+            language = "cuda" if self.family(task) == "c2cuda" else "python"
+            res = evaluate(task, Candidate(source=source, language=language), backend=self.backend, store=self.store)
             r = reward(res, self.baseline(task), config=self.config, gpu=self.gpu)
         except RewardError:
             raise
@@ -324,9 +344,9 @@ class _Scorer:
             self._cache[key] = r
         return r
 
-    def many(self, tasks: Sequence[str], sources: Sequence[str]) -> list[Reward]:
+    def many(self, tasks: Sequence[str], completions: Sequence[Any]) -> list[Reward]:
         with ThreadPoolExecutor(max_workers=max(1, self.jobs)) as pool:
-            return list(pool.map(self.score, tasks, sources))
+            return list(pool.map(self.score_completion, tasks, completions))
 
 
 _WORKER_SCORERS: dict[tuple[str, str, str, str | None], _Scorer] = {}
@@ -383,8 +403,7 @@ def trl_reward(*, backend: str = "cpu", config: RewardConfig | str = "veriforge"
         tasks = columns.get(task_column)
         if tasks is None:
             raise RewardError(f"the dataset has no {task_column!r} column naming each prompt's task")
-        sources = [extract_code(c) for c in completions]
-        return [r.value for r in scorer.many(list(tasks), sources)]
+        return [r.value for r in scorer.many(list(tasks), list(completions))]
 
     cudaperf_reward.__name__ = f"cudaperf_{config if isinstance(config, str) else config.shape}"
     return cudaperf_reward
@@ -401,6 +420,6 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str,
     backend, preset = str(info.get("backend", "cpu")), str(info.get("preset", "veriforge"))
     gpu = str(info.get("gpu", "H100-SXM"))
     scorer = _VERL.setdefault((backend, preset, gpu), _Scorer(backend, preset, None, gpu, 1))
-    r = scorer.score(str(ground_truth), extract_code(solution_str))
+    r = scorer.score_completion(str(ground_truth), solution_str)
     return {"score": r.value, "outcome": r.outcome, "speedup": r.speedup, "data_source": data_source,
             **{f"term_{k}": v for k, v in r.terms.items()}}

@@ -41,3 +41,47 @@ def test_kernelbench_import(tmp_path: Path) -> None:
 def test_to_toml_roundtrip() -> None:
     data = {"id": "x", "n": 3, "f": 1.5, "t": {"rtol": 1e-5}, "cs": [{"name": "a", "init": {"x": "normal(0, 1)"}}]}
     assert tomllib.loads(to_toml(data)) == data
+
+
+BIG_PROBLEM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return torch.tanh(x) * self.scale
+
+
+batch_size = 4096
+dim = 393216
+kernel = 3
+
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+
+def get_init_inputs():
+    return [kernel]
+'''
+
+
+def test_kernelbench_sizes_become_timing_and_verification_runs_shrunken_copies(tmp_path: Path) -> None:
+    from veriforge.cuda.tasks.reference import load_torch_reference
+
+    (tmp_path / "7_Big_tanh.py").write_text(BIG_PROBLEM)
+    tuple_shape = BIG_PROBLEM.replace("dim = 393216", "dim = 393216\nshape = (dim,)")
+    (tmp_path / "8_Shape_tuple.py").write_text(tuple_shape)
+    big, shaped = import_kernelbench(tmp_path, tmp_path / "tasks")
+    assert [c.name for c in big.timing] == ["kernelbench"] and big.timing[0].variables == {}  # the file's sizes
+    small, medium = (dict(c.variables) for c in big.configs)
+    assert small["batch_size"] * small["dim"] <= 1 << 12 < medium["batch_size"] * medium["dim"] <= 1 << 16
+    assert small["kernel"] == medium["kernel"] == 3  # small constants (kernel sizes, strides) are kept
+    module = load_torch_reference(BIG_PROBLEM, small)
+    assert module.get_inputs()[0].numel() == small["batch_size"] * small["dim"]
+    # a shape tuple cannot be overridden by a config: sizes are left as they are, no timing config
+    assert not shaped.timing and all(not c.variables for c in shaped.configs)

@@ -64,6 +64,50 @@ def _task_id(name: str) -> str:
     return f"kb_{ident}" if not ident or ident[0].isdigit() else ident
 
 
+def _size_constants(text: str) -> dict[str, int]:
+    """Module-level integer constants of a KernelBench problem (``batch_size = 4096``), in order."""
+    import ast
+
+    out: dict[str, int] = {}
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return out
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        if isinstance(node.value, ast.Constant) and type(node.value.value) is int:
+            out[node.targets[0].id] = node.value.value
+        elif isinstance(node.value, ast.Tuple | ast.List) and any(
+                (isinstance(e, ast.Constant) and type(e.value) is int and e.value >= 16) or isinstance(e, ast.Name)
+                for e in node.value.elts):
+            # a shape tuple (`input_shape = (32768,)`, `(dim,)`) is built when the module loads: configs
+            # override scalars only afterwards, so shrinking would leave it inconsistent
+            return {}
+    return out
+
+
+def _shrink(sizes: dict[str, int], budget: int) -> dict[str, int]:
+    """Halve the largest size constant (≥ 16; smaller ones are kernel sizes, strides, channels that
+    shapes depend on) until the product of all of them — a bound on any tensor built from them — is
+    at most ``budget``. Halving keeps power-of-two divisibility (heads, groups) where it can."""
+    out = dict(sizes)
+    big = [k for k, v in out.items() if v >= 16]
+
+    def product() -> int:
+        p = 1
+        for k in big:
+            p *= out[k]
+        return p
+
+    while big and product() > budget:
+        k = max(big, key=lambda name: out[name])
+        if out[k] < 32:
+            break
+        out[k] //= 2
+    return out
+
+
 def import_kernelbench(src: str | Path, dest: str | Path, *, category: str = "other") -> list[TaskSpec]:
     """Turn every KernelBench problem file in ``src`` (a file or a level folder) into a task folder
     under ``dest``. Imported tasks have no implementations yet (add them, then validate)."""
@@ -78,12 +122,21 @@ def import_kernelbench(src: str | Path, dest: str | Path, *, category: str = "ot
         folder = dest / task_id
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "reference.py").write_text(text)
+        sizes = _size_constants(text)
+        small, medium = _shrink(sizes, 1 << 12), _shrink(sizes, 1 << 16)
+        if sizes and small != sizes:
+            # KernelBench's own sizes (often billions of elements) are what speed is judged at: a
+            # [[timing]] configuration. Verification runs shrunken copies the CPU runtime can run.
+            configs = [{"name": "small", "seed": 1, **small}, {"name": "medium", "seed": 2, **medium}]
+            timing = [{"name": "kernelbench", "seed": 3}]
+        else:
+            configs, timing = [{"name": "default", "seed": 1}, {"name": "reseeded", "seed": 2}], []
         data = {
             "id": task_id, "family": "torch2cuda", "category": category,
             "title": f"KernelBench {f.stem}",
             "description": f"Implement the PyTorch reference (KernelBench problem {f.name}) with custom CUDA.\n",
-            "tags": ["kernelbench"], "metrics": {},
-            "configs": [{"name": "default", "seed": 1}, {"name": "reseeded", "seed": 2}],
+            "tags": ["kernelbench"], "metrics": {}, "configs": configs,
+            **({"timing": timing} if timing else {}),
         }
         (folder / "task.toml").write_text(to_toml(data))
         out.append(load_task(folder))
