@@ -198,7 +198,7 @@ def verify_task(folder: str, estimate: bool = True) -> dict[str, Any]:
             entry["verified"] = bool(res.verdict.correct)
             entry["reason"] = "" if res.verdict.correct else str(res.verdict.reason)[:500]
             if estimate and res.verdict.correct:
-                entry["estimates"] = _estimates(res, [c.name for c in spec.configs])
+                entry["estimates"] = _estimates(res, [c.name for c in (*spec.configs, *spec.timing)])
         except Exception as exc:  # a harness error is this implementation's failure, not the build's
             entry["reason"] = f"{type(exc).__name__}: {exc}"[:500]
         entry["seconds"] = round(time.perf_counter() - t0, 4)
@@ -267,6 +267,7 @@ def task_row(task: GeneratedTask, folder: Path, result: dict[str, Any]) -> dict[
         "id": task.id, "kind": task.kind, "family": task.family, "category": task.category, "title": task.title,
         "description": task.description, "prompt": messages[-1]["content"], "messages": messages,
         "reference": task.reference, "configs": json.dumps(task.configs, sort_keys=True),
+        "timing": json.dumps(task.timing, sort_keys=True),
         "params": json.dumps(task.params, sort_keys=True), "implementations": impls,
         "metrics": json.dumps(task.metrics, sort_keys=True), "tolerance": json.dumps(task.tolerance, sort_keys=True),
         "variant": json.dumps(task.variant, sort_keys=True, default=str), "tags": list(task.tags),

@@ -68,6 +68,7 @@ class GeneratedTask:
     extra_files: dict[str, str] = field(default_factory=dict)  # e.g. {"inputs.py": ...}
     variant: dict[str, Any] = field(default_factory=dict)  # the structural point that produced the task
     seed: int = 0
+    timing: list[dict[str, Any]] = field(default_factory=list)  # [[timing]] tables: sizes speed is judged at
 
     def __post_init__(self) -> None:
         if not _ID.match(self.id):
@@ -88,6 +89,8 @@ class GeneratedTask:
             data["tolerance"] = dict(self.tolerance)
         data["metrics"] = dict(self.metrics)
         data["configs"] = [dict(c) for c in self.configs]
+        if self.timing:
+            data["timing"] = [dict(c) for c in self.timing]
         data["implementations"] = [
             {"name": i.name, "file": f"impls/{i.name}.{ext}", "strategy": i.strategy, "quality": i.quality,
              **({"description": i.description} if i.description else {})} for i in self.impls]
