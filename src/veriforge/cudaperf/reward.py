@@ -16,7 +16,10 @@ every hole in a reward, so its shape is fixed by invariants the tests check:
   by default: a policy can raise it with useless FLOPs.
 
 Speed is ``ln(baseline / time) / ln(max_speedup)`` clipped to [-1, 1] (a log-speedup, so 2x faster
-and 2x slower are symmetric), on the geometric mean over *every* configuration of one provenance
+and 2x slower are symmetric; ``max_speedup`` 100, because naive baselines such as single-address
+atomics are 100-1000x slower than good kernels and a lower cap would stop ranking the good ones), on
+the geometric mean over the task's ``[[timing]]`` configurations when it has them, else over *every*
+configuration of one provenance
 (:func:`veriforge.optiml.objective.score_time`): measured on a GPU back-end, estimated on the CPU one.
 """
 
@@ -60,8 +63,9 @@ class RewardConfig:
     correct: float = 0.5
     speed: float = 0.4
     structure: float = 0.1
-    slower: float = 0.05  # extra penalty for a correct candidate slower than the baseline
-    max_speedup: float = 10.0  # the speedup that earns the full speed term
+    slower: float = 0.05  # extra penalty for a correct candidate slower than the baseline ...
+    slower_margin: float = 1.02  # ... by more than this factor (a 0.4 % estimate difference is not "slower")
+    max_speedup: float = 100.0  # the speedup that earns the full speed term (naive atomics are 100-1000x off)
     wrong: float = -0.3
     timeout: float = -0.4
     crash: float = -0.4
@@ -75,6 +79,8 @@ class RewardConfig:
             raise RewardError(f"unknown reward shape {self.shape!r}; known: veriforge, kevin, kernelgym")
         if not self.max_speedup > 1:
             raise RewardError("max_speedup must be above 1")
+        if not self.slower_margin >= 1:
+            raise RewardError("slower_margin must be >= 1")
         for name in ("correct", "speed", "structure", "slower"):
             if getattr(self, name) < 0:
                 raise RewardError(f"reward weight {name} must be >= 0")
@@ -141,9 +147,14 @@ def outcome(result: Any) -> str:
 
 
 def _estimate_bounds(result: Any) -> set[str]:
+    """What bounds the candidate's launches (memory, compute, latency) — at the timing sizes when
+    the task has them: at the small verification sizes every launch is latency-bound, which would
+    switch the occupancy term on for kernels that are memory-bound where speed is judged."""
     est = result.details.get("estimate") or {}
+    configs = est.get("configs") or {}
+    timing = [configs[n] for n in est.get("timing") or () if n in configs]
     bounds = set()
-    for cfg in (est.get("configs") or {}).values():
+    for cfg in timing or configs.values():
         for launch in cfg.get("launches") or ():
             if launch.get("bound"):
                 bounds.add(str(launch["bound"]))
@@ -237,7 +248,7 @@ def reward(result: Any, baseline: Any = None, *, config: RewardConfig | str = "v
         else:
             s = max(-1.0, min(1.0, math.log(speedup) / math.log(cfg.max_speedup)))
         terms["speed"] = cfg.speed * s
-        if speedup is not None and speedup < 1:
+        if speedup is not None and speedup * cfg.slower_margin < 1:
             terms["slower"] = -cfg.slower
     struct: dict[str, float] = {}
     if cfg.structure > 0:

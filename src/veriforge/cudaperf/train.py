@@ -92,7 +92,8 @@ def _dataset_folders(section: TasksSection) -> list[Path]:
     split_dir = root / section.split
     if split_dir.is_dir():
         return list(iter_tasks(split_dir))
-    for name in (f"{section.split}.jsonl", f"splits/{section.split}.jsonl"):
+    # data/<split>.jsonl is what `veriforge cudaperf dataset build` exports (task_dir relative to DIR)
+    for name in (f"data/{section.split}.jsonl", f"{section.split}.jsonl", f"splits/{section.split}.jsonl"):
         listing = root / name
         if listing.is_file():
             out = []

@@ -59,7 +59,8 @@ def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src = next(p for p in bundled_tasks("c2cuda") if p.name == "vector_add")
     dst = tmp_path_factory.mktemp("timing") / "vector_add"
     shutil.copytree(src, dst)
-    (dst / "task.toml").write_text((dst / "task.toml").read_text() + TIMING)
+    own = (dst / "task.toml").read_text().split("[[timing]]")[0]  # replace the bundled timing config by ours
+    (dst / "task.toml").write_text(own.rstrip() + "\n" + TIMING)
     return dst
 
 

@@ -225,7 +225,9 @@ def _memory_hierarchy(rep: AnalysisReport, pairs: list[tuple[Any, GlobalAccess]]
             res.lines_per_request = acc.lines / acc.requests if acc.requests else None
         if r is not None:
             res.block_iteration_bytes = r.block_iteration_sectors * 32.0
-        sites.append((res.array, res.l2_sectors * 32.0, r))
+        # An array that is read and written costs its footprint twice in DRAM: the read, and the
+        # write-back of the dirty lines. Loads and writes (stores, atomics) keep separate footprints.
+        sites.append((res.array if res.kind == "load" else f"{res.array} (written)", res.l2_sectors * 32.0, r))
         if res.kind == "atomic":
             res.atomic_ops = acc.atomic_ops
             res.atomic_serial_ops = acc.atomic_serial

@@ -39,7 +39,7 @@ DEFAULT_GPU = "H100-SXM"
 MAX_DISTINCT_LAUNCHES = 256
 #: Part of the evaluation cache key: results cached before unknown work made a time unknown are stale.
 #: 2: a launch with uncounted work makes its configuration's time unknown (with the reasons).
-ESTIMATE_VERSION = "estimate/4"  # 3: torch2cuda candidates estimated; 4: [[timing]] configurations
+ESTIMATE_VERSION = "estimate/5"  # 3: torch2cuda estimated; 4: [[timing]] configs; 5: read+written arrays cost twice
 MIN_TIMING_COVERAGE = 0.5
 """A timing configuration whose counted global traffic is below this fraction of the task's minimum
 (``metrics.bytes``) is not trusted: the candidate does not do the whole task at that size."""
@@ -354,7 +354,8 @@ def estimate_candidate(spec: TaskSpec, source: str, cases: list[CCase], gpu: str
     timing = [c.config for c in timing_cases or [] if c.config in configs]
     if timing:
         check_timing(spec, configs)
-    last = configs.get(cases[-1].config) if cases else None
+    # features describe the kernels where speed is judged: the last timing size, else the last verified one
+    last = configs.get(timing[-1]) if timing else (configs.get(cases[-1].config) if cases else None)
     return CandidateEstimate(gpu=gpu, configs=configs, features=dict(last.features) if last else {},
                              model=costmodel.MODEL_VERSION, timing=list(dict.fromkeys(timing)))
 
@@ -532,7 +533,8 @@ def estimate_torch_configs(spec: TaskSpec, path: Path | None = None, gpu: str = 
             configs[cfg.name] = ConfigEstimate.unknown_because(f"{type(exc).__name__}: {exc}")
     if spec.timing:
         check_timing(spec, configs)
-    last = configs.get(spec.configs[-1].name) if spec.configs else None
+    last_name = spec.timing[-1].name if spec.timing else (spec.configs[-1].name if spec.configs else None)
+    last = configs.get(last_name) if last_name else None
     return CandidateEstimate(gpu=gpu, configs=configs, features=dict(last.features) if last else {},
                              model=costmodel.MODEL_VERSION, timing=spec.timing_names)
 
