@@ -118,6 +118,30 @@ def test_resume_after_max_tasks_and_crash_never_verifies_a_recorded_task_twice(t
     assert sorted(calls) == sorted(["toy_axpy_a", "toy_axpy_b", "toy_axpy_broken", "toy_relu_clamp"])
 
 
+def test_a_task_that_kills_the_build_process_is_isolated_then_dropped(tmp_path, toys, monkeypatch):
+    """A crashing reference runs in-process: the build dies with whatever was in flight. On resume
+    those tasks are verified one at a time first; one that dies alone is dropped, not retried forever."""
+    calls: list[str] = []
+    monkeypatch.setattr(build_mod, "verify_task", toy.fake_verify(calls))
+    opts = dict(out=tmp_path, families=list(toy.NAMES), jobs=1, progress=False, export=False, warm=False)
+    build(BuildOptions(**opts, max_tasks=1))
+    store = RunStore(tmp_path / "build.sqlite")
+    chash = next(r.key for r in store.records(NAMESPACE) if r.value["id"] == "toy_axpy_a")
+    # as if the process had died with toy_axpy_a in flight among others ...
+    store.put_record(NAMESPACE, chash, {"id": "toy_axpy_a", "family": "toy_axpy", "status": "started", "solo": False})
+    order: list[str] = []
+    monkeypatch.setattr(build_mod, "_verify_all", lambda pending, *a, solo=False, **k: order.extend(
+        (t.id, solo) for t, _ in pending))
+    build(BuildOptions(**opts, max_tasks=2))
+    assert order[0] == ("toy_axpy_a", True) and ("toy_axpy_b", False) in order  # suspect first, alone
+    # ... and as if it died again with toy_axpy_a verified alone: dropped with the reason, never retried
+    store.put_record(NAMESPACE, chash, {"id": "toy_axpy_a", "family": "toy_axpy", "status": "started", "solo": True})
+    order.clear()
+    build(BuildOptions(**opts, max_tasks=2))
+    assert ("toy_axpy_a", True) not in order and ("toy_axpy_a", False) not in order
+    assert "died while verifying this task alone" in _records(tmp_path)["toy_axpy_a"]["reason"]
+
+
 def test_resume_refuses_another_seed(tmp_path, toys, monkeypatch):
     monkeypatch.setattr(build_mod, "verify_task", toy.fake_verify([]))
     opts = dict(out=tmp_path, families=["toy_relu"], jobs=1, progress=False, export=False, warm=False)

@@ -374,6 +374,7 @@ def build(opts: BuildOptions, *, executor: Any = None,
                        structural=opts.dedup != "exact", bundled=bundled_index())
     seen_ids: dict[str, str] = {}
     pending: list[tuple[GeneratedTask, str]] = []  # (task, content hash) to verify
+    suspects: list[tuple[GeneratedTask, str]] = []  # in flight when an earlier build process died
     unique = 0
     for fam, task, error in _enumerate(fams, opts):
         counts = summary.families[fam.name]
@@ -394,6 +395,15 @@ def build(opts: BuildOptions, *, executor: Any = None,
                 counts.kept += 1
             else:
                 counts.dropped += 1
+        elif recorded is not None and recorded.get("status") == "started" and recorded.get("solo"):
+            # verified alone last time and the build process died with it: this task kills the process
+            counts.dropped += 1
+            store.put_record(NAMESPACE, chash, {"id": task.id, "family": task.family, "kind": task.kind,
+                                                "category": task.category, "run_id": run_id, "status": "dropped",
+                                                "reason": "the build process died while verifying this task alone "
+                                                          "(a crashing reference or runtime)"})
+        elif recorded is not None and recorded.get("status") == "started":
+            suspects.append((task, chash))  # in flight when an earlier build died: retried alone first
         else:
             pending.append((task, chash))
         if opts.max_tasks is not None and unique >= opts.max_tasks:
@@ -401,8 +411,10 @@ def build(opts: BuildOptions, *, executor: Any = None,
 
     progress = _Progress(opts.progress)
     own_executor = executor is None
-    pool = _make_executor(opts) if executor is None and pending else executor
+    pool = _make_executor(opts) if executor is None and (pending or suspects) else executor
     try:
+        if suspects:
+            _verify_all(suspects, pool, opts, store, run_id, summary, progress, on_result, solo=True)
         if pending:
             _verify_all(pending, pool, opts, store, run_id, summary, progress, on_result)
     except BaseException:
@@ -458,11 +470,15 @@ def _pre_verify(task: GeneratedTask, fam: Family, chash: str, index: DedupIndex,
 
 
 def _verify_all(pending: list[tuple[GeneratedTask, str]], pool: Any, opts: BuildOptions, store: Any, run_id: str,
-                summary: BuildSummary, progress: _Progress, on_result: Callable[..., None] | None) -> None:
+                summary: BuildSummary, progress: _Progress, on_result: Callable[..., None] | None, *,
+                solo: bool = False) -> None:
+    """Verify ``pending`` on ``pool``. Each task is recorded as ``started`` before it is submitted, so a
+    task that kills the build process (a crashing reference runs in-process) is found on resume:
+    tasks in flight at the crash are retried one at a time (``solo``), and one that dies alone is dropped."""
     tasks_root = Path(opts.out) / "tasks"
     if opts.executor == "local" and opts.warm:
         _warm_up(pending, tasks_root)
-    window = 2 * opts.jobs
+    window = 1 if solo else 2 * opts.jobs
     queue = list(reversed(pending))
     inflight: dict[cf.Future, tuple[GeneratedTask, str, Path]] = {}
     done = 0
@@ -472,6 +488,8 @@ def _verify_all(pending: list[tuple[GeneratedTask, str]], pool: Any, opts: Build
     while queue or inflight:
         while queue and len(inflight) < window:
             task, chash = queue.pop()
+            store.put_record(NAMESPACE, chash, {"id": task.id, "family": task.family, "status": "started",
+                                                "run_id": run_id, "solo": solo})
             folder = task.write(tasks_root)
             inflight[pool.submit(verify_task, str(folder), opts.estimate)] = (task, chash, folder)
         finished, _ = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)
