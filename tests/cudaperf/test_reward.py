@@ -76,6 +76,20 @@ def test_unknown_time_is_the_worst_speed_not_a_neutral_one() -> None:
     assert "time unknown" in unknown.reason or "estimate" in unknown.reason
 
 
+def test_a_baseline_with_unknown_time_credits_no_more_than_its_lower_bound() -> None:
+    verdict = Verdict.passed()
+    cand = EvalResult(verdict, [Measurement(name="time_s", value=2e-5, unit="s", provenance="estimated",
+                                            backend="cost-model-v2:H100-SXM", details={"config": "a"})])
+    est = {"config_names": ["a"], "configs": {"a": {"time_s": None, "lower_bound_s": 8e-5, "status": "unknown"}}}
+    base = EvalResult(verdict, [Measurement(name="time_s_lower_bound", value=8e-5, unit="s", provenance="estimated",
+                                            backend="cost-model-v2:H100-SXM", details={"config": "a"})],
+                      details={"estimate": est})
+    r = reward(cand, base)
+    assert r.speedup == pytest.approx(4.0) and "lower bound" in r.reason  # at least 4x: the base takes >= 80 us
+    assert r.value > reward(cand, 2e-5).value  # better than no speedup, ...
+    assert r.value <= reward(cand, 8e-5).value + 1e-12  # ... never more than a baseline known at its bound
+
+
 def _broken(spec_folder: Path) -> str:
     """A real implementation with one syntax error: it reaches the compiler."""
     impl = sorted((spec_folder / "impls").glob("*.cu"))[0].read_text()

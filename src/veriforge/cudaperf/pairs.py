@@ -273,17 +273,26 @@ def pairs_from_rows(rows: Iterable[Mapping[str, Any]], *, min_speedup: float = 1
              "features": {...}}]}          # optional: analysis features in the shared vocabulary
 
     ``times`` values may also be bare seconds with a row-level or implementation-level
-    ``provenance`` (default ``estimated``). Unverified implementations are skipped.
+    ``provenance`` (default ``estimated``). Rows exported by ``veriforge cudaperf dataset build``
+    (``implementations[].estimates``: ``[{config, time_s, provenance, gpu, cost_model, status}]``)
+    are read as they are; the clock is the GPU and the cost-model version, so estimates of different
+    models are never paired. Unverified implementations are skipped.
     """
     programs: list[TimedProgram] = []
     for r, row in enumerate(rows):
         task = row.get("task_id") or row.get("id") or row.get("task")
+        if row.get("kind") and task and "/" not in str(task):
+            task = f"{row['kind']}/{task}"
         impls = row.get("implementations")
         if not task or not isinstance(impls, list):
             raise PairError(f"row {r}: needs `task_id` and an `implementations` list")
         for impl in impls:
             if verified_only and not impl.get("verified", True):
                 continue
+            if "times" not in impl and isinstance(impl.get("estimates"), list):  # the dataset export's shape
+                impl = {**impl, "times": {str(e.get("config")): {
+                    "time_s": e.get("time_s"), "provenance": e.get("provenance") or "estimated",
+                    "gpu": f"{e.get('gpu') or ''}:{e.get('cost_model') or ''}"} for e in impl["estimates"]}}
             if "source" not in impl or "times" not in impl:
                 raise PairError(f"row {r} ({task}): implementation {impl.get('name')!r} needs `source` and `times`")
             by_key: dict[tuple[str, str], dict[str, float]] = {}

@@ -259,7 +259,7 @@ def check_shaping_weight(weight: float, config: Any = "veriforge") -> None:
     * **every correct candidate still beats every failure**: worst correct − weight/2 must stay
       above the best failure;
     * **a prediction never outweighs the evidence**: ``weight`` is at most the structure weight,
-      so a candidate whose time is ``max_speedup^(weight/speed)`` better (1.78× with the defaults)
+      so a candidate whose time is ``max_speedup^(weight/speed)`` better (2.4× with the defaults)
       wins whatever the ranker says.
 
     Published shapes (kevin, kernelgym) are only checked for the first rule in its simplest form

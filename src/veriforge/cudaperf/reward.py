@@ -12,11 +12,12 @@ every hole in a reward, so its shape is fixed by invariants the tests check:
   count its work, or a configuration has no time) gets the lowest speed term, never a neutral one —
   otherwise making the estimate unknown would be a way to dodge the slow penalty;
 * **structure never outweighs speed**: structure terms are fractions in [0, 1] weighted by
-  ``structure`` (0.1), and need a correct candidate. Arithmetic intensity is reported but weighted 0
+  ``structure`` (0.05: a tie-breaker, since the estimate already prices coalescing, bank conflicts and
+  occupancy), and need a correct candidate. Arithmetic intensity is reported but weighted 0
   by default: a policy can raise it with useless FLOPs.
 
 Speed is ``ln(baseline / time) / ln(max_speedup)`` clipped to [-1, 1] (a log-speedup, so 2x faster
-and 2x slower are symmetric; ``max_speedup`` 100, because naive baselines such as single-address
+and 2x slower are symmetric; ``max_speedup`` 1000, because naive baselines such as single-address
 atomics are 100-1000x slower than good kernels and a lower cap would stop ranking the good ones), on
 the geometric mean over the task's ``[[timing]]`` configurations when it has them, else over *every*
 configuration of one provenance
@@ -60,12 +61,12 @@ class RewardConfig:
     published shapes for comparison (they do not keep every invariant of the module docstring)."""
 
     shape: str = "veriforge"
-    correct: float = 0.5
+    correct: float = 0.55
     speed: float = 0.4
-    structure: float = 0.1
+    structure: float = 0.05  # a tie-breaker: the estimate already prices coalescing, conflicts, occupancy
     slower: float = 0.05  # extra penalty for a correct candidate slower than the baseline ...
     slower_margin: float = 1.02  # ... by more than this factor (a 0.4 % estimate difference is not "slower")
-    max_speedup: float = 100.0  # the speedup that earns the full speed term (naive atomics are 100-1000x off)
+    max_speedup: float = 1000.0  # the speedup that earns the full speed term (naive atomics are 100-1000x off)
     wrong: float = -0.3
     timeout: float = -0.4
     crash: float = -0.4
@@ -209,6 +210,24 @@ def _time(result: Any, provenance: str) -> tuple[float | None, str]:
     return ts.time_s, ts.reason or ""
 
 
+def _time_lower_bound(result: Any, provenance: str) -> float | None:
+    """The geometric mean over the scored configurations of each one's time, or its lower bound when
+    the time is unknown (``time_s_lower_bound``); None if some configuration has neither."""
+    if provenance != "estimated":
+        return None
+    est = result.details.get("estimate") or {}
+    configs = est.get("configs") or {}
+    names = list(est.get("timing") or ()) or list(est.get("config_names") or configs)
+    values = []
+    for name in names:
+        c = configs.get(name) or {}
+        v = c.get("time_s") if c.get("time_s") is not None else c.get("lower_bound_s")
+        if v is None or v <= 0:
+            return None
+        values.append(float(v))
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
 def reward(result: Any, baseline: Any = None, *, config: RewardConfig | str = "veriforge",
            provenance: str | None = None, gpu: str = "H100-SXM") -> Reward:
     """The reward of one evaluated candidate against ``baseline`` (an EvalResult of the baseline
@@ -228,7 +247,15 @@ def reward(result: Any, baseline: Any = None, *, config: RewardConfig | str = "v
     time_s, why = _time(result, prov)
     base = baseline
     if base is not None and not isinstance(base, int | float):
-        base, base_why = _time(base, prov)
+        base_result = base
+        base, base_why = _time(base_result, prov)
+        if base is None and time_s:
+            # The baseline's time is unknown but bounded below (e.g. a CAS loop the model cannot count):
+            # base_lb / time is a lower bound on the speedup, so the candidate is credited no more than
+            # it has surely earned — never more.
+            base = _time_lower_bound(base_result, prov)
+            why = why or ("" if base is None else f"baseline time unknown ({base_why}); its lower bound is used, "
+                          "so the speedup is a lower bound")
         why = why or (f"baseline: {base_why}" if base is None else "")
     speedup = (base / time_s) if (time_s and base) else None
     terms: dict[str, float] = {"correct": cfg.correct}

@@ -388,7 +388,8 @@ def _traits(rep: AnalysisReport, w: _walk.Walker, kdef: Any) -> dict[str, Any]:
 
 
 def _ratio_feature(accs: list[GlobalAccess], kind: str) -> tuple[float | None, float | None]:
-    sel = [a for a in accs if a.kind == kind]
+    # a site no thread reaches (requests 0: a vector kernel's never-taken tail) has no pattern to rate
+    sel = [a for a in accs if a.kind == kind and a.requests != 0]
     if not sel or any(a.requests is None or a.sectors_per_request is None for a in sel):
         return None, None
     req = sum(a.requests or 0.0 for a in sel)

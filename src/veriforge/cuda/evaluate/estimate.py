@@ -39,7 +39,8 @@ DEFAULT_GPU = "H100-SXM"
 MAX_DISTINCT_LAUNCHES = 256
 #: Part of the evaluation cache key: results cached before unknown work made a time unknown are stale.
 #: 2: a launch with uncounted work makes its configuration's time unknown (with the reasons).
-ESTIMATE_VERSION = "estimate/5"  # 3: torch2cuda estimated; 4: [[timing]] configs; 5: read+written arrays cost twice
+#: 3: torch2cuda; 4: [[timing]]; 5: written arrays cost twice; 6: features skip unreached sites.
+ESTIMATE_VERSION = "estimate/6"
 MIN_TIMING_COVERAGE = 0.5
 """A timing configuration whose counted global traffic is below this fraction of the task's minimum
 (``metrics.bytes``) is not trusted: the candidate does not do the whole task at that size."""

@@ -49,7 +49,8 @@ def row_schema() -> Any:
     s = pa.string()
     return pa.schema([("id", s), ("kind", s), ("family", s), ("category", s), ("title", s), ("description", s),
                       ("prompt", s), ("messages", pa.list_(message)), ("reference", s), ("configs", s),
-                      ("timing", s), ("params", s), ("implementations", pa.list_(impl)), ("metrics", s), ("tolerance", s),
+                      ("timing", s), ("params", s), ("implementations", pa.list_(impl)), ("metrics", s),
+                      ("tolerance", s),
                       ("variant", s), ("tags", pa.list_(s)), ("seed", pa.int64()), ("content_hash", s),
                       ("task_dir", s), ("split", s)])
 

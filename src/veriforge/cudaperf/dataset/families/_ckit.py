@@ -162,8 +162,13 @@ def impl(name: str, strategy: str, quality: int, source: str, description: str) 
 def make_task(*, family: str, family_seed: int, task_id: str, category: str, title: str, description: str,
               reference: str, impls: Iterable[Impl], params: Sequence[P], configs: Sequence[dict[str, Any]],
               metrics: dict[str, str], tolerance: dict[str, Any], variant: dict[str, Any],
-              tags: Sequence[str] = ()) -> GeneratedTask:
-    """Assemble a :class:`GeneratedTask`; configurations get names (given) and seeds derived from the task seed."""
+              tags: Sequence[str] = (), timing: Sequence[dict[str, Any]] = ()) -> GeneratedTask:
+    """Assemble a :class:`GeneratedTask`; configurations get names (given) and seeds derived from the task seed.
+
+    ``timing``: the ``[[timing]]`` configurations (H100-scale sizes the speed is judged at; estimated, never
+    run, on the CPU back-end). A timing table without a name is called ``"timing"``; its seed is derived
+    like a configuration's, from a separate index range, so adding it never moves the verified seeds.
+    """
     seed = task_seed(family_seed, task_id)
     cfgs = []
     for k, cfg in enumerate(configs):
@@ -171,8 +176,16 @@ def make_task(*, family: str, family_seed: int, task_id: str, category: str, tit
             raise FamilyError(f"task {task_id}: every configuration needs a name")
         cfgs.append({"name": cfg["name"], "seed": config_seed(seed, k),
                      **{key: v for key, v in cfg.items() if key != "name"}})
+    timed = []
+    for k, cfg in enumerate(timing):
+        name = cfg.get("name", "timing" if len(timing) == 1 else f"timing{k}")
+        for key, v in cfg.items():
+            if isinstance(v, int) and not isinstance(v, bool) and not -2**31 <= v < 2**31:
+                raise FamilyError(f"task {task_id}: timing value {key} = {v} does not fit an int32")
+        timed.append({"name": name, "seed": config_seed(seed, 1000 + k),
+                      **{key: v for key, v in cfg.items() if key != "name"}})
     return GeneratedTask(
         id=task_id, kind="c2cuda", family=family, category=category, title=title,
         description=description.strip() + "\n", reference=C_PRELUDE + "\n" + reference.strip() + "\n",
         impls=list(impls), configs=cfgs, metrics=metrics, params=[p.table() for p in params],
-        tolerance=tolerance, tags=list(tags), variant=variant, seed=seed)
+        tolerance=tolerance, tags=list(tags), variant=variant, seed=seed, timing=timed)

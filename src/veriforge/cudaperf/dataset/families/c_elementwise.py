@@ -594,11 +594,13 @@ def build(v: Variant, family_seed: int) -> GeneratedTask:
         cfg_scalars = [{s.name: val[s.name] for s in scalars} for val in vals]
     configs = [{"name": "small", "n": 1001, **cfg_scalars[0]},
                {"name": "large", "n": (1 << 16) + 3, **cfg_scalars[1]}]
+    # H100-scale size the speed is judged at (estimated only): 16M elements, 64-256 MB of traffic
+    timing = [{"n": (1 << 24) + 3, **cfg_scalars[1]}]
     return make_task(
         family=FAMILY, family_seed=family_seed, task_id=v.task_id, category="elementwise", title=title,
         description=description, reference=_reference(v, params), impls=_impls(v, params), params=params,
         configs=configs, metrics={"flops": f"{flops} * n", "bytes": f"{d.size * (nin + 1)} * n"},
-        tolerance=tolerance,
+        tolerance=tolerance, timing=timing,
         variant={"dtype": v.dtype, "expr": v.key, "depth": _depth(v.tree), "inputs": nin, "wrapper": v.wrapper,
                  "inplace": v.inplace},
         tags=["elementwise", "memory-bound"] + (["transcendental"] if transc else []))

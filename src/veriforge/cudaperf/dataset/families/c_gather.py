@@ -25,6 +25,7 @@ from veriforge.cudaperf.dataset.family import GeneratedTask, Impl, family
 FAMILY = "c_gather"
 _ITYPES = ("int", "long long")
 _PRIVATE_BYTES = 32768  # block-private copies up to 32 KB of shared memory
+_N = (1 << 24) + 3  # 1-D [[timing]] length (H100 scale: 16M elements)
 
 _MAP = {  # index handling: C body of ga_map(j, m) (-1 = no element), index generator, words
     "plain": ("return j;", "randint(0, {m})", "every index is in [0, {m})"),
@@ -246,10 +247,14 @@ extern "C" void solve({sig}) {{
 
 def _task(task_id: str, category: str, title: str, description: str, reference: str, impls: list[Impl],
           params: list[P], configs: list[dict], metrics: dict[str, str], tolerance: dict, variant: dict,
-          seed: int, tags: list[str], extra: dict[str, str] | None = None) -> GeneratedTask:
+          seed: int, tags: list[str], extra: dict[str, str] | None = None, *,
+          timing: dict[str, int]) -> GeneratedTask:
+    """``timing``: the sizes of the ``[[timing]]`` configuration (H100 scale, estimated only); every other
+    variable (bin counts, ranges, collision-bound sizes that select a code path) is the large config's."""
+    timed = {k: v for k, v in {**configs[-1], **timing}.items() if k != "name"}
     task = make_task(family=FAMILY, family_seed=seed, task_id=task_id, category=category, title=title,
                      description=description, reference=reference, impls=impls, params=params, configs=configs,
-                     metrics=metrics, tolerance=tolerance, variant=variant, tags=tags)
+                     metrics=metrics, tolerance=tolerance, variant=variant, tags=tags, timing=[timed])
     task.extra_files.update(extra or {})
     return task
 
@@ -285,7 +290,8 @@ void reference({signature(params)}) {{
                  f"Gather {vt} by {it} indices ({mode})", desc, ref, impls, params,
                  [{"name": "small", "n": 1001, "m": 777}, {"name": "large", "n": 65539, "m": 40009}],
                  {"flops": "0", "bytes": f"{v.size + DTYPES[it].size + v.size} * n"}, {},
-                 {"op": "gather", "vtype": vt, "itype": it, "mode": mode}, seed, ["gather", "irregular"])
+                 {"op": "gather", "vtype": vt, "itype": it, "mode": mode}, seed, ["gather", "irregular"],
+                 timing={"n": _N, "m": (1 << 22) + 9})
 
 
 def _index_select(vt: str, it: str, mode: str, dim: int, seed: int) -> GeneratedTask:
@@ -302,6 +308,7 @@ def _index_select(vt: str, it: str, mode: str, dim: int, seed: int) -> Generated
         words = ("out (k x cols, row-major) gets rows of src (m x cols, row-major): out[r][c] = src[idx[r]][c] for "
                  "r in [0, k), c in [0, cols)")
         configs = [{"name": "small", "k": 37, "m": 50, "cols": 61}, {"name": "large", "k": 300, "m": 400, "cols": 203}]
+        timing = {"k": 16384, "m": 8192, "cols": 1024}  # many rows: a block (or thread) per row
     else:
         params = [param("src", vt, "in", "rows * m", init), param("idx", it, "in", "k", _MAP[mode][1].format(m="m")),
                   param("out", vt, "out", "rows * k"), param("rows", "int", "scalar"), param("m", "int", "scalar"),
@@ -313,6 +320,7 @@ def _index_select(vt: str, it: str, mode: str, dim: int, seed: int) -> Generated
         words = ("out (rows x k, row-major) gets columns of src (rows x m, row-major): out[r][c] = src[r][idx[c]] "
                  "for r in [0, rows), c in [0, k)")
         configs = [{"name": "small", "rows": 37, "m": 50, "k": 61}, {"name": "large", "rows": 203, "m": 400, "k": 300}]
+        timing = {"rows": 4096, "m": 8192, "k": 4096}
     jref = "idx[r]" if on == "row" else "idx[c]"
     loops = (f"    for (int r = 0; r < {rows}; ++r) {{\n        for (int c = 0; c < {cols}; ++c) {{\n"
              f"            {stmt.format(r='r', c='c', j=jref)}\n        }}\n    }}\n")
@@ -325,7 +333,7 @@ def _index_select(vt: str, it: str, mode: str, dim: int, seed: int) -> Generated
                  f"index_select dim {dim}, {vt} by {it} ({mode})", desc, ref, impls, params, configs,
                  {"flops": "0", "bytes": f"{2 * v.size} * {rows} * {cols}"}, {},
                  {"op": "index_select", "dim": dim, "vtype": vt, "itype": it, "mode": mode}, seed,
-                 ["gather", "index_select"])
+                 ["gather", "index_select"], timing=timing)
 
 
 def _take_along(vt: str, it: str, mode: str, seed: int) -> GeneratedTask:
@@ -351,7 +359,8 @@ void reference({signature(params)}) {{
                  f"take_along_axis rows, {vt} by {it} ({mode})", desc, ref, impls, params,
                  [{"name": "small", "rows": 37, "m": 53, "k": 29}, {"name": "large", "rows": 257, "m": 300, "k": 255}],
                  {"flops": "0", "bytes": f"{2 * v.size + DTYPES[it].size} * rows * k"}, {},
-                 {"op": "take_along", "vtype": vt, "itype": it, "mode": mode}, seed, ["gather"])
+                 {"op": "take_along", "vtype": vt, "itype": it, "mode": mode}, seed, ["gather"],
+                 timing={"rows": 16384, "m": 1024, "k": 1024})
 
 
 def _gather_2d(vt: str, it: str, mode: str, seed: int) -> GeneratedTask:
@@ -380,7 +389,8 @@ void reference({signature(params)}) {{
                  f"2-D coordinate gather, {vt} by {it} ({mode})", desc, ref, impls, params,
                  [{"name": "small", "n": 1001, "h": 31, "w": 47}, {"name": "large", "n": 65539, "h": 250, "w": 263}],
                  {"flops": "0", "bytes": f"{2 * v.size + 2 * DTYPES[it].size} * n"}, {},
-                 {"op": "coord_gather", "vtype": vt, "itype": it, "mode": mode}, seed, ["gather"])
+                 {"op": "coord_gather", "vtype": vt, "itype": it, "mode": mode}, seed, ["gather"],
+                 timing={"n": _N, "h": 4096, "w": 4096})
 
 
 # -- scatters ----------------------------------------------------------------------------------------
@@ -428,7 +438,7 @@ def _scatter_perm(vt: str, it: str, rows: bool, seed: int) -> GeneratedTask:
     return _task(tid, "gather_scatter", title, desc, ref, impls, params, configs,
                  {"flops": "0", "bytes": f"{2 * v.size + DTYPES[it].size} * {total}"}, {},
                  {"op": "inverse_perm" if inverse else "scatter_perm", "vtype": v.c, "itype": it, "rows": rows},
-                 seed, ["scatter"])
+                 seed, ["scatter"], timing={"n": 16384, "cols": 1024} if rows else {"n": _N})
 
 
 def _cas_loop(vt: str, better: str) -> str:
@@ -555,7 +565,9 @@ extern "C" void solve({sig}) {{
     return _task(tid, "gather_scatter", f"{opname} {vt} by {it}{' rows' if rows else ''}", desc, ref, impls, params,
                  configs, {"flops": nsrc, "bytes": f"{2 * v.size + DTYPES[it].size} * {nsrc}"}, tolerance,
                  {"op": f"scatter_{op}", "vtype": vt, "itype": it, "accumulate": accumulate, "mode": mode,
-                  "rows": rows}, seed, ["scatter", "atomics"])
+                  "rows": rows}, seed, ["scatter", "atomics"],
+                 # 1-D: m stays the large config's (the privatised copy fits shared memory, as verified)
+                 timing={"n": 16384, "m": 1024, "cols": 1024} if rows else {"n": _N})
 
 
 # -- histograms --------------------------------------------------------------------------------------
@@ -765,7 +777,9 @@ extern "C" void solve({sig}) {{
                                    f"{', per row' if batched else ''})", desc, ref, impls, params, configs,
                  {"flops": count, "bytes": f"{DTYPES[dt].size + (h.size if weighted else 0)} * {count}"}, tolerance,
                  {"op": "histogram", "kind": kind, "weighted": weighted, "batched": batched}, seed,
-                 ["histogram", "atomics"])
+                 # 1-D: 8M elements keeps the persistent grid's 2-way grid-stride loop under the analysis's
+                 # 64 simulated trips (at 16M its trip count is unknown and so is the time)
+                 ["histogram", "atomics"], timing={"rows": 16384, "cols": 1000} if batched else {"n": (1 << 23) + 3})
 
 
 # -- masked counts and selects -----------------------------------------------------------------------
@@ -825,7 +839,8 @@ def _masked(mt: str, vt: str | None, rows: bool, seed: int) -> GeneratedTask:
                  [{"name": "small", "n": 1001}, {"name": "large", "n": 65539}],
                  {"flops": count, "bytes": f"{m.size + (2 * v.size if v else 0)} * {count}"}, {},
                  {"op": "masked_select" if select else "masked_count", "mtype": mt, "vtype": vt, "rows": rows},
-                 seed, ["compaction" if select else "reduction"])
+                 seed, ["compaction" if select else "reduction"],
+                 timing={"rows": 16384, "cols": 1000} if rows else {"n": _N})
 
 
 _FLAG_SCAN = """

@@ -119,6 +119,25 @@ def _configs(tid: str, seed: int, shapes: list[dict[str, int]], scalars: tuple[s
     return out
 
 
+def _timing(tid: str, seed: int, shape: dict[str, int], scalars: tuple[str, ...], dt: str) -> list[dict]:
+    """The one ``[[timing]]`` configuration (H100 scale, estimated only): ``shape``, the large config's scalars."""
+    cfg: dict[str, Any] = {"name": "timing", "seed": _task_seed(tid, seed) + 100, **shape}
+    for s in scalars:
+        cfg[s] = _DT[dt][s][1]
+    return [cfg]
+
+
+# [[timing]] shapes: 1024^3 GEMMs, 16 batched 512^3 products; GEMV over a tall 16384 x 1024 matrix (many
+# rows for a warp/block per row; A^T x: the row-split kernel is built for tall matrices, 1024 columns for a
+# thread per column), 16 batched 4096 x 256; outer products of 4096 x 4096 (64 batched 512 x 512).
+_GEMM_TIMING = {"M": 1024, "N": 1024, "K": 1024}
+_BGEMM_TIMING = {"batch": 16, "M": 512, "N": 512, "K": 512}
+_GEMV_TIMING = {"M": 16384, "N": 1024}
+_BGEMV_TIMING = {"batch": 16, "M": 4096, "N": 256}
+_OUTER_TIMING = {"M": 4096, "N": 4096}
+_BOUTER_TIMING = {"batch": 64, "M": 512, "N": 512}
+
+
 # ======================================================================================================
 # GEMM
 # ======================================================================================================
@@ -463,6 +482,7 @@ def _gemm_task(g: _Gemm, seed: int) -> GeneratedTask:
         id=g.tid, kind="c2cuda", family="c_matmul", category="matmul", title=title, description=desc,
         reference=_gemm_reference(g, sig), impls=impls, configs=_configs(g.tid, seed, shapes, scalars, g.dt),
         metrics={"flops": f"2 * {nb}M * N * K", "bytes": nbytes}, params=p.params, tolerance=dict(_DT[g.dt]["tol"]),
+        timing=_timing(g.tid, seed, _BGEMM_TIMING if g.batched else _GEMM_TIMING, scalars, g.dt),
         tags=["compute-bound", "gemm"] + (["batched"] if g.batched else []),
         variant={"op": "gemm", "storage": g.storage, "op_a": g.op_a, "op_b": g.op_b, "epilogue": g.epi,
                  "dtype": g.dt, "batched": g.batched or "none"},
@@ -737,6 +757,7 @@ Every element of y must be written. M and N are arbitrary positive integers. {pr
         reference=_gemv_reference(v, sig), impls=impls, configs=_configs(v.tid, seed, shapes, scalars, v.dt),
         metrics={"flops": f"2 * {nb}M * N", "bytes": f"{es} * ({nb}M * N + {nb}{v.xlen} + {ytraffic} * {nb}{v.ylen})"},
         params=p.params, tolerance=dict(_DT[v.dt]["tol"]), tags=["memory-bound", "gemv"],
+        timing=_timing(v.tid, seed, _BGEMV_TIMING if v.batched else _GEMV_TIMING, scalars, v.dt),
         variant={"op": "gemv", "trans": v.trans, "epilogue": v.epi, "dtype": v.dt, "batched": v.batched},
         seed=_task_seed(v.tid, seed))
 
@@ -871,6 +892,8 @@ M and N are arbitrary positive integers. {exact}
         metrics={"flops": f"{2 if kind != 'plain' and kind != 'batched' else 1} * {nb}M * N",
                  "bytes": f"{es} * ({nb}M + {nb}N + {traffic} * {nb}M * N)"},
         params=p.params, tolerance=tol, tags=["memory-bound", "outer-product"],
+        timing=_timing(tid, seed, _BOUTER_TIMING if kind == "batched" else _OUTER_TIMING,
+                       ("alpha",) if kind in ("scaled", "ger") else (), dt),
         variant={"op": "outer", "kind": kind, "storage": storage, "dtype": dt}, seed=_task_seed(tid, seed))
 
 

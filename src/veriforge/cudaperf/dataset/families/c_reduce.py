@@ -195,6 +195,23 @@ LAYOUTS = [
 ]
 
 
+#: The ``[[timing]]`` size of each layout (H100 scale, ~16M elements, estimated only). Shapes suit the
+#: strategies' design: segmented layouts keep thousands of rows (a warp or block per output), strided
+#: ones keep tens of thousands of outputs (a thread per output, 32-wide tiles) over a few hundred rows.
+TIMING: dict[str, dict[str, int]] = {
+    "full": {"n": (1 << 24) + 3},
+    "rows": {"rows": 16384, "cols": 1000},
+    "rowsld": {"rows": 16384, "cols": 1000, "ld": 1024},
+    "cols": {"rows": 512, "cols": 32768},
+    "colsld": {"rows": 512, "cols": 32000, "ld": 32768},
+    "ax0": {"d0": 256, "d1": 256, "d2": 256},
+    "ax1": {"d0": 256, "d1": 256, "d2": 256},
+    "ax2": {"d0": 128, "d1": 128, "d2": 1000},
+    "ax01": {"d0": 32, "d1": 16, "d2": 32768},
+    "ax12": {"d0": 16384, "d1": 32, "d2": 32},
+}
+
+
 def _eval_dims(expr: str, cfg: dict[str, int]) -> int:
     from veriforge.cuda.tasks.expr import evaluate
 
@@ -481,6 +498,9 @@ def build(m: Monoid, dtype: str, lay: Layout, family_seed: int) -> GeneratedTask
         if m.uses_thr:
             cfg["thr"] = _thr(m, d, _eval_dims(lay.rlen, dims))
         configs.append(cfg)
+    timing = dict(TIMING[lay.name])
+    if m.uses_thr:
+        timing["thr"] = _thr(m, d, _eval_dims(lay.rlen, timing))
     tolerance = tol_for(d, "exact" if m.exact else "accum")
     task_id = f"red_{d.tag}_{m.name}_{lay.name}"
     acc_note = ("" if not d.floating or m.exact else
@@ -500,7 +520,8 @@ def build(m: Monoid, dtype: str, lay: Layout, family_seed: int) -> GeneratedTask
         reference=_reference(m, d, lay, params), impls=_kernels(m, d, lay, params), params=params, configs=configs,
         metrics={"flops": lay.xsize, "bytes": f"{d.size} * ({lay.xsize}) + {4 if out_t == 'int' else d.size} * "
                                              f"({lay.nout})"},
-        tolerance=tolerance, variant={"op": m.name, "dtype": dtype, "layout": lay.name, "schedule": lay.schedule},
+        tolerance=tolerance, timing=[timing],
+        variant={"op": m.name, "dtype": dtype, "layout": lay.name, "schedule": lay.schedule},
         tags=["reduction", "memory-bound"])
 
 

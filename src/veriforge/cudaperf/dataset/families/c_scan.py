@@ -516,6 +516,12 @@ def build(m: Monoid, dtype: str, lay: Layout, excl: bool, family_seed: int) -> G
         ({"rows": 301, "cols": 37}, {"rows": 517, "cols": 130})
     configs = [{"name": name, **dim, **({"thr": 0} if m.uses_thr else {})}
                for name, dim in zip(("small", "large"), dims, strict=True)]
+    # the [[timing]] size (H100 scale, ~16M elements, estimated only): 4096 long rows (a warp or block
+    # per row has work; a thread per row is latency-bound), tens of thousands of columns for the
+    # per-column strategies
+    timing = {"full": {"n": (1 << 24) + 3}, "rows": {"rows": 4096, "cols": 4096},
+              "cols": {"rows": 512, "cols": 32768}}[lay.schedule]
+    timing = {**timing, **({"thr": 0} if m.uses_thr else {})}
     impls = {"full": _full_impls, "rows": _rows_impls, "cols": _cols_impls}[lay.schedule](m, d, lay, excl, params)
     tolerance = tol_for(d, "exact" if m.exact else "accum")
     kind = "exclusive" if excl else "inclusive"
@@ -543,7 +549,7 @@ def build(m: Monoid, dtype: str, lay: Layout, excl: bool, family_seed: int) -> G
         reference=_reference(m, d, lay, excl, params), impls=impls, params=params, configs=configs,
         metrics={"flops": size, "bytes": f"{d.size + (4 if out_t == 'int' else d.size) + (4 if lay.seg else 0)} "
                                          f"* ({size})"},
-        tolerance=tolerance,
+        tolerance=tolerance, timing=[timing],
         variant={"op": m.name, "dtype": dtype, "layout": layout_key, "reverse": lay.reverse, "exclusive": excl},
         tags=["scan", "prefix"] + (["segmented"] if lay.seg else []))
 

@@ -56,6 +56,10 @@ _AXES: dict[str, dict[str, Any]] = {
 }
 
 
+_TIMING: dict[str, dict[str, int]] = {"row": {"rows": 65536, "cols": 256}, "col": {"rows": 256, "cols": 65536},
+                                      "mid": {"batch": 64, "rows": 256, "cols": 1024}}
+
+
 def _stable(text: str) -> int:
     return zlib.crc32(text.encode()) & 0x7FFFFFFF
 
@@ -571,6 +575,10 @@ def _task(v: _Var, seed: int) -> GeneratedTask:
         if k == 1 and v.op in ("softmax", "log_softmax"):
             cfg["init"] = {"x": "normal(0, 40)"}  # large logits: exp overflows without max subtraction
         configs.append(cfg)
+    # the [[timing]] size (H100 scale, ~16M elements, estimated only): 65536 slices of 256 — many rows for
+    # a warp/block per row, many strided slices for a thread per slice; other variables as the large config
+    timing = {"name": "timing", "seed": base + 100,
+              **{k: v for k, v in configs[-1].items() if k not in ("name", "seed")}, **_TIMING[v.axis]}
     total = " * ".join(ax["dims"])
     es = _SIZE[v.dt]
     reads = 2 if v.residual else 1
@@ -585,7 +593,7 @@ def _task(v: _Var, seed: int) -> GeneratedTask:
         variant={"op": v.op, "axis": v.axis, "dtype": v.dt, "pre": v.pre, "mask": v.mask, "affine": v.affine,
                  "stats": v.stats, "residual": v.residual, "inplace": v.inplace,
                  **({"eps": v.eps} if v.op == "l2norm" else {})},
-        seed=base)
+        seed=base, timing=[timing])
 
 
 def _variants() -> Iterator[_Var]:

@@ -50,6 +50,18 @@ _LAYOUTS: dict[str, dict[str, Any]] = {
 }
 
 
+#: [[timing]] sizes: 8192 segments of 2048 (rows, columns: 16M elements), 512K segments of 32 (short),
+#: 32K segments of 512 with k = 17 (top-k). A whole-array sort is one segment by definition: 2^20 keys
+#: (210 network steps; every step is a launch the estimate analyses, at most 256 distinct ones).
+_TIMING: dict[str, dict[str, int]] = {
+    "whole": {"n": 1 << 20},
+    "rows": {"segs": 8192, "seg_len": 2048},
+    "cols": {"rows": 2048, "cols": 8192},
+    "short": {"segs": 1 << 19, "seg_len": 32},
+    "topk": {"segs": 32768, "seg_len": 512, "k": 17},
+}
+
+
 def _stable(text: str) -> int:
     return zlib.crc32(text.encode()) & 0x7FFFFFFF
 
@@ -676,6 +688,9 @@ def _task(v: _Var, seed: int) -> GeneratedTask:
         if k == 0:
             cfg["init"] = {key: _DT[v.dt]["init"][0]}  # few distinct keys: many ties
         configs.append(cfg)
+    # the [[timing]] size (H100 scale, estimated only): many segments of the verified length
+    timed = _TIMING[v.mode] if v.mode in _TIMING else _TIMING[v.layout]
+    timing = {"name": "timing", "seed": base + 100, **timed}
     lay = _LAYOUTS["rows" if v.mode in ("short", "topk") else v.layout]
     total = lay["total"]
     ks = _DT[v.dt]["size"]
@@ -689,7 +704,7 @@ def _task(v: _Var, seed: int) -> GeneratedTask:
         params=p.params, tolerance={}, tags=["sort", "network"],
         variant={"mode": v.mode, "layout": v.layout if v.mode not in ("short", "topk") else "rows", "dtype": v.dt,
                  "descending": v.desc, "key_value": v.kv},
-        seed=base)
+        seed=base, timing=[timing])
 
 
 def _variants() -> Iterator[_Var]:

@@ -28,6 +28,8 @@ _SIZES = {"x": "nx", "y": "ny", "z": "nz"}
 _TILE = {1: {"x": 256}, 2: {"y": 8, "x": 32}, 3: {"z": 4, "y": 4, "x": 16}}
 _CONFIGS = {1: ({"n": 1001}, {"n": 65539}), 2: ({"ny": 37, "nx": 53}, {"ny": 250, "nx": 262}),
             3: ({"nz": 13, "ny": 17, "nx": 19}, {"nz": 24, "ny": 28, "nx": 30})}
+#: The [[timing]] size per dimensionality (H100 scale, ~16M points, estimated only).
+_TIMING = {1: {"n": (1 << 24) + 3}, 2: {"ny": 4096, "nx": 4096}, 3: {"nz": 256, "ny": 256, "nx": 256}}
 
 
 @dataclass(frozen=True)
@@ -335,7 +337,7 @@ def build(v: Variant, family_seed: int) -> GeneratedTask:
         description=description, reference=_reference(v, params), impls=_impls(v, params), params=params,
         configs=configs,
         metrics={"flops": f"{2 * v.points} * {total}", "bytes": f"{2 * d.size} * {total}{weight_bytes}"},
-        tolerance=tolerance,
+        tolerance=tolerance, timing=[dict(_TIMING[v.dim])],
         variant={"dim": v.dim, "radius": v.radius, "shape": v.shape, "weights": v.weights, "boundary": v.boundary,
                  "dtype": v.dtype, "points": v.points},
         tags=["stencil"] + (["compute-bound"] if v.points > 100 else ["memory-bound"]))

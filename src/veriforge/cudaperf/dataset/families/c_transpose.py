@@ -369,6 +369,10 @@ def _task(shape: _Shape, dt: str, op: str, seed: int) -> GeneratedTask:
         if "alpha" in _OPS[op][2]:
             cfg["alpha"] = _DT[dt]["alpha"] if k == 0 else (-2 if dt == "int" else 0.3125)
         configs.append(cfg)
+    # the [[timing]] size (H100 scale, ~16M elements, estimated only); other variables as the large config
+    timing = {"name": "timing", "seed": base + 100,
+              **{k: v for k, v in configs[-1].items() if k not in ("name", "seed")},
+              **dict(zip(shape.dims, _TIMING[shape.kind + ("_rows" if inner_kept else "")], strict=True))}
     esize, osize = _DT[dt]["size"], _DT[out_t]["size"]
     nbytes = f"{esize + osize} * {shape.total()}"
     if "bias" in _OPS[op][2]:
@@ -384,7 +388,16 @@ def _task(shape: _Shape, dt: str, op: str, seed: int) -> GeneratedTask:
         tags=["memory-bound", f"{shape.rank}d", "permute"],
         variant={"shape": shape.kind, "perm": list(shape.perm), "dtype": dt, "op": op, "out_dtype": out_t,
                  "inner_kept": inner_kept},
-        seed=base)
+        seed=base, timing=[timing])
+
+
+#: [[timing]] sizes per shape kind, in the order of the shape's dims (~16M elements each). Permutations
+#: that keep the innermost axis (``_rows``) get 4096-long rows — one 128-thread block row per row needs
+#: long rows, and gridDim.y (the row count) must stay under 65536; the tiled kernel's blockIdx.z (the
+#: product of the other axes) stays small too.
+_TIMING: dict[str, tuple[int, ...]] = {"2d": (4096, 4096), "square": (4096, 4096), "batched": (64, 512, 512),
+                                       "3d": (256, 256, 256), "4d": (64, 64, 64, 64),
+                                       "3d_rows": (64, 64, 4096), "4d_rows": (16, 16, 16, 4096)}
 
 
 def _shapes() -> Iterator[_Shape]:

@@ -225,7 +225,8 @@ shape; every element must be written.
         metrics={"flops": f"5 * {total}", "bytes": f"{4 * (len(args) + 1)} * {total}"},
         init_args=init_args, init_values=init_values, tolerance={"rtol": 1e-4, "atol": 1e-5},
         tags=["reduction", "normalization", layout],
-        variant={"op": op, "rank": rank, "dim": d, "fusion": fusion, "layout": layout})
+        variant={"op": op, "rank": rank, "dim": d, "fusion": fusion, "layout": layout},
+        timing=[{"name": "timing", **_ROW_TIMING_2D}] if rank == 2 and layout == "last" else [])
     return build_task(spec, seed)
 
 
@@ -278,6 +279,23 @@ _GSHAPES = {
            [{"name": "small_odd", "batch_size": 2, "channels": 6, "height": 3, "width": 5},
             {"name": "medium", "batch_size": 2, "channels": 8, "height": 4, "width": 8}]),
 }
+
+
+#: [[timing]] shapes of the norms (H100 scale, ~16M elements): 65536 rows (or groups) of 256 elements —
+#: where one warp per row is the strategy of choice and a block per row still has a full block of work
+#: (rows of 1024+ move the cost model's preference to a block per row: a warp's 3 passes over a long row
+#: overflow L2 across a wave). Instance norm has groups of 128 (one channel's spatial extent).
+_NORM_TIMING = {
+    "2d": {"batch_size": 65536, "hidden": 256},
+    "3d": {"batch_size": 256, "seq_len": 256, "hidden": 256},
+    "3d_last2": {"batch_size": 65536, "seq_len": 4, "hidden": 64},
+}
+_GROUP_TIMING = {  # groups of 2 channels (group norm): 2 x 128 = 256 elements per group
+    "3d": {"batch_size": 2048, "channels": 64, "length": 128},
+    "4d": {"batch_size": 2048, "channels": 64, "height": 8, "width": 16},
+}
+#: Softmax / L_p-normalisation of a 2-D tensor over its last dim: 65536 rows of 256 (3-D: 256^3 already is).
+_ROW_TIMING_2D = {"batch_size": 65536, "dim": 256}
 
 
 def _norm(kind: str, shape: str, affine: bool, fusion: str, family: str, seed: int) -> GeneratedTask:
@@ -376,7 +394,8 @@ of x's shape; every element must be written.
         metrics={"flops": f"8 * {total}", "bytes": f"{4 * (len(args) + 1)} * {total}"},
         init_args=init_args, init_values=init_values, init_body=init_body,
         tolerance={"rtol": 1e-4, "atol": 1e-4}, tags=["reduction", "normalization"],
-        variant={"op": kind, "shape": shape, "affine": affine, "fusion": fusion})
+        variant={"op": kind, "shape": shape, "affine": affine, "fusion": fusion},
+        timing=[{"name": "timing", **(_GROUP_TIMING if group else _NORM_TIMING)[shape]}])
     return build_task(spec, seed)
 
 
@@ -401,5 +420,6 @@ for a float32 x of shape ({", ".join(dims)}). The output is a new float32 tensor
         call_args=["x", "out", f"x.numel() // x.size({d})", f"x.size({d})", inner], ret="out", impls=impls,
         configs=[dict(c) for c in cfgs], metrics={"flops": f"3 * {total}", "bytes": f"8 * {total}"},
         tolerance={"rtol": 1e-4, "atol": 1e-5}, tags=["reduction", "normalization", layout],
-        variant={"op": f"normalize_l{p}", "rank": rank, "dim": d, "layout": layout})
+        variant={"op": f"normalize_l{p}", "rank": rank, "dim": d, "layout": layout},
+        timing=[{"name": "timing", **_ROW_TIMING_2D}] if rank == 2 and layout == "last" else [])
     return build_task(spec, seed)
