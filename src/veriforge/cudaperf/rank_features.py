@@ -30,6 +30,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from veriforge.core import pyparse as _pyparse
+
 __all__ = ["ANALYSIS_FEATURES", "FEATURES_VERSION", "FEATURE_NAMES", "TEXT_FEATURES", "analysis_features",
            "feature_vector", "normalise_source", "static_features", "text_features"]
 
@@ -106,7 +108,7 @@ def normalise_source(text: str) -> str:
     """
     if _is_python(text):
         try:
-            tree = ast.parse(text)
+            tree = _pyparse.parse(text)
         except SyntaxError:
             return _compact(_strip_c_comments(text))
         cuda_parts: list[str] = []

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from veriforge.core import pyparse as _pyparse
 from veriforge.cuda.evaluate.cleanup import strip_c
 from veriforge.optiml.source_tokens import close_of, top_level
 
@@ -287,7 +288,7 @@ def eval_int(expr: str, env: dict[str, Any]) -> Any:
     if "?" in expr or "[" in expr or "->" in expr:
         return None
     try:
-        tree = ast.parse(_c_to_py(expr), mode="eval").body
+        tree = _pyparse.parse(_c_to_py(expr), mode="eval").body
         return _ev(tree, env)
     except (SyntaxError, _Unresolved, ZeroDivisionError, TypeError, ValueError, RecursionError):
         return None

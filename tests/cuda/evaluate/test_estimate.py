@@ -131,5 +131,5 @@ def test_torch2cuda_launcher_scalars_come_from_forward_and_init():
 
     spec = load_task(next(f for f in bundled_tasks("torch2cuda") if f.name == "rmsnorm"))
     times, notes, launches = estimate_torch_impl(spec, spec.folder / "impls" / "naive.py")  # uses self.dim
-    assert notes == [] and set(times) == {c.name for c in spec.configs} and launches == 1
+    assert notes == [] and set(times) == {c.name for c in (*spec.configs, *spec.timing)} and launches == 1
     assert all(t > 0 for t in times.values())

@@ -32,6 +32,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from veriforge.core import pyparse as _pyparse
+
 __all__ = ["ALLOWED_TENSOR_METHODS", "ALLOWED_TORCH_FUNCTIONS", "scan_torch"]
 
 ALLOWED_TORCH_FUNCTIONS = {
@@ -1393,7 +1395,7 @@ def _literal_origin(node: ast.AST, mod: _Module) -> ast.Constant | None:
 def scan_torch(source: str, allowed_dtypes: list[str] | tuple[str, ...] = ("float32",)) -> list[str]:
     """Reasons to reject the Python candidate ``source`` without running it."""
     try:
-        tree = ast.parse(source)
+        tree = _pyparse.parse(source)
     except SyntaxError as exc:
         return [f"line {exc.lineno}: the candidate is not valid Python: {exc.msg}"]
     try:

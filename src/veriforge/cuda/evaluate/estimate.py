@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from veriforge.core import pyparse as _pyparse
 from veriforge.core.types import Measurement
 from veriforge.cuda.tasks.schema import TaskSpec
 
@@ -374,7 +375,7 @@ def estimate_c(spec: TaskSpec, source: str, cases: list[CCase], gpu: str = DEFAU
 # ----- torch2cuda ------------------------------------------------------------------------------------------
 
 def _cuda_src(module_text: str) -> str:
-    tree = ast.parse(module_text)
+    tree = _pyparse.parse(module_text)
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             if "__global__" in node.value.value:
@@ -452,7 +453,7 @@ def _init_attributes(init: ast.FunctionDef | None, init_inputs: list[Any]) -> di
 def _forward_calls(module_text: str, inputs: list[tuple[int, ...]], init_inputs: list[Any]
                    ) -> list[tuple[str, dict[int, Any]]]:
     """(launcher name, {argument index: value}) for each ``_ext.fn(...)`` call in ``ModelNew.forward``."""
-    tree = ast.parse(module_text)
+    tree = _pyparse.parse(module_text)
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
     methods = {n.name: n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef)}
     fwd = methods.get("forward")

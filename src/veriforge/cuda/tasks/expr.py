@@ -15,6 +15,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
+from veriforge.core import pyparse as _pyparse
 from veriforge.errors import ConfigError
 
 __all__ = ["ExpressionError", "evaluate", "evaluate_int", "free_names", "parse"]
@@ -58,7 +59,7 @@ _UNARY: dict[type, Any] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 def parse(text: str) -> ast.expr:
     """Parse and check ``text``; raises :class:`ExpressionError` on anything outside the grammar."""
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = _pyparse.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"cannot parse expression {text!r}: {exc.msg}") from None
     for node in ast.walk(tree):

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from veriforge.core import pyparse as _pyparse
+
 from .expr import ExpressionError, evaluate, evaluate_int
 from .schema import ParamSpec, TaskFormatError, TaskSpec
 
@@ -34,7 +36,7 @@ class GeneratorError(TaskFormatError):
 def _parse(text: str) -> tuple[str, list[str], bool]:
     """``"sorted(uniform(0, n))"`` → ("uniform", ["0", "n"], True)."""
     try:
-        node = ast.parse(text.strip(), mode="eval").body
+        node = _pyparse.parse(text.strip(), mode="eval").body
     except SyntaxError:
         raise GeneratorError(f"cannot parse generator {text!r}") from None
     is_sorted = False

@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from veriforge.core import pyparse as _pyparse
+
 from .load import load_task
 from .schema import TaskFormatError, TaskSpec
 
@@ -70,7 +72,7 @@ def _size_constants(text: str) -> dict[str, int]:
 
     out: dict[str, int] = {}
     try:
-        tree = ast.parse(text)
+        tree = _pyparse.parse(text)
     except SyntaxError:
         return out
     for node in tree.body:
