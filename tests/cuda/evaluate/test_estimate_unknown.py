@@ -35,6 +35,7 @@ extern "C" void solve(const float* a, const float* b, float* c, int n) {
 '''
 PLAIN = SPLIT.replace("add_wrapped<<<", "add_plain<<<")
 CONFIGS = ["small", "odd", "large"]
+ALL = [*CONFIGS, "t_large"]  # vector_add's [[timing]] configuration is estimated too (n > 100000: unknown)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def test_unknown_config_has_no_time_but_the_reason_and_a_lower_bound(results) ->
     est = split.details["estimate"]
     json.dumps(est)  # JSON-able as stored
     assert est["complete"] is False and est["status"] == "unknown"
-    assert est["config_names"] == CONFIGS and set(est["configs"]) == set(CONFIGS)
+    assert est["config_names"] == ALL and set(est["configs"]) == set(ALL) and est["timing"] == ["t_large"]
     large = est["configs"]["large"]
     assert large["time_s"] is None and large["status"] == "unknown"
     assert large["lower_bound_s"] > 0
@@ -61,9 +62,9 @@ def test_unknown_config_has_no_time_but_the_reason_and_a_lower_bound(results) ->
     # no estimated time_s for 'large'; each estimated time lists every configuration
     times = [m for m in split.measurements if m.provenance == "estimated" and m.name == "time_s"]
     assert sorted(m.details["config"] for m in times) == ["odd", "small"]
-    assert all(m.details["configs"] == CONFIGS for m in times)
+    assert all(m.details["configs"] == ALL for m in times)
     bound = [m for m in split.measurements if m.name == "time_s_lower_bound"]
-    assert [m.details["config"] for m in bound] == ["large"] and bound[0].value == large["lower_bound_s"]
+    assert [m.details["config"] for m in bound] == ["large", "t_large"] and bound[0].value == large["lower_bound_s"]
     assert split.time("estimated") is None  # the last (largest) config has none: not odd's time instead
     assert split.time("estimated", "odd") > 0
     assert any("'large'" in n and "(int)a[0] * 0 + 1" in n for n in split.details["estimate_notes"])
@@ -82,7 +83,7 @@ def test_unknown_config_leaves_the_candidate_without_a_score(results) -> None:
     obj = composite_objective(plain.measurements, plain.features, "estimated",
                               configs=[r.config for r in plain.verdict.results],
                               estimate=plain.details["estimate"])
-    assert obj is not None and set(obj.config_times) == set(CONFIGS)
+    assert obj is not None and set(obj.config_times) == set(ALL)  # the timing size counts for OptiML too
 
 
 def test_eval_cli_prints_each_config_status_and_reasons(results, monkeypatch, tmp_path) -> None:
@@ -116,7 +117,8 @@ def test_torch2cuda_estimate_is_unknown_for_a_wrapped_loop(tmp_path) -> None:
     impl = tmp_path / "wrapped.py"
     impl.write_text(text.replace(loop, "for (int r = 0; r < (int)w[0] * 0 + 1; ++r) { " + loop + " }"))
     times, notes, _ = estimate_torch_impl(spec, impl)
-    assert times == {} and len(notes) == len(spec.configs) and all("(int)w[0] * 0 + 1" in n for n in notes)
+    assert times == {} and len(notes) == len(spec.configs) + len(spec.timing)
+    assert all("(int)w[0] * 0 + 1" in n for n in notes)
     est = estimate_torch_configs(spec, impl)
     assert not est.complete and all(c.status == "unknown" and c.lower_bound_s for c in est.configs.values())
     ms = est.measurements()
@@ -133,5 +135,5 @@ def test_harness_estimates_torch2cuda_candidates_on_every_config() -> None:
     assert res.correct
     times = {m.details["config"]: m.value for m in res.measurements
              if m.name == "time_s" and m.provenance == "estimated"}
-    assert set(times) == {c.name for c in spec.configs} and all(t > 0 for t in times.values())
+    assert set(times) == {c.name for c in (*spec.configs, *spec.timing)} and all(t > 0 for t in times.values())
     assert res.details["estimate"]["complete"] is True
