@@ -1,8 +1,9 @@
 """The C→CUDA task families of part A (issue 14): element-wise, reduce, scan, stencil, gather.
 
 Enumeration targets, unique ids, schema, structure (configs, strategies, signatures), structural
-distinctness (the dataset drops near-duplicates), determinism, and verification of a small sample
-on the CPU runtime — plus a deliberately broken implementation, so the sample test can fail.
+distinctness (the dataset drops near-duplicates), determinism, every task's ``[[timing]]``
+configuration, and verification of a small sample on the CPU runtime (with the cost model's estimate
+at the timing size) — plus a deliberately broken implementation, so the sample test can fail.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections import Counter
 import pytest
 
 from veriforge.cuda.tasks.ctypes_map import find_signature, same_type
+from veriforge.cuda.tasks.expr import evaluate
 from veriforge.cuda.tasks.schema import STRATEGIES
 from veriforge.cudaperf.dataset.family import GeneratedTask, get_family
 
@@ -46,6 +48,13 @@ def test_counts_ids_and_schema(tasks: dict[str, list[GeneratedTask]]) -> None:
             assert "void reference(" in t.reference
             for impl in t.impls:
                 assert '__global__' in impl.source and 'extern "C" void solve(' in impl.source
+            # one [[timing]] configuration (H100 scale), its own seed, metrics defined there, int32 sizes
+            assert [c["name"] for c in t.timing] == ["timing"], t.id
+            timing = t.timing[0]
+            assert timing["seed"] not in {c["seed"] for c in t.configs}
+            assert all(-2**31 <= v < 2**31 for v in timing.values() if isinstance(v, int)), t.id
+            assert evaluate(t.metrics["bytes"], timing) >= 8 * 2**20, t.id  # MBs of traffic: speed, not launches
+            assert evaluate(t.metrics["flops"], timing) >= 0
 
 
 def test_signatures_match_params(tasks: dict[str, list[GeneratedTask]]) -> None:
@@ -86,6 +95,43 @@ _SAMPLE = ("red_f32_argmax_ax1", "scan_i32_sum_ex_segflags", "st_f64_2d_box_r2_a
            "ga_masksel_u8_f64_rows")
 
 
+# Sampled implementations whose timing estimate is unknown at ANY size (cost-model limits, not the
+# timing shape): (task, impl) -> the reason the estimate gives. Anything else must be complete.
+_KNOWN_UNKNOWN = {("ga_masksel_u8_f64_rows", name): "address not determined"
+                  for name in ("thread_per_row", "block_per_row", "warp_per_row")}
+# how many sampled tasks get their timing estimates checked (each ~2-3 s: 16M-element inputs, 3 analyses)
+_ESTIMATED = 2
+
+
+def timing_estimates(folder) -> dict[str, object]:
+    """{impl: the cost model's ConfigEstimate of the task's [[timing]] configuration}, computed as the
+    harness does after verification (estimate_candidate with the verified configs' first trials), so
+    the check_timing guards (kernels verified, traffic covering metrics.bytes) apply."""
+    from veriforge.cuda.evaluate.backend import CCase
+    from veriforge.cuda.evaluate.estimate import estimate_candidate
+    from veriforge.cuda.tasks import load_task
+    from veriforge.cuda.tasks.generate import make_case
+
+    spec = load_task(folder)
+
+    def case(name: str) -> CCase:
+        c = make_case(spec, name, 0)
+        return CCase(config=name, trial=0, args=c.args, variables=dict(c.env))
+
+    cases, timing = [case(c.name) for c in spec.configs], [case(n) for n in spec.timing_names]
+    return {i.name: estimate_candidate(spec, (folder / i.file).read_text(), cases, timing_cases=timing)
+            .configs["timing"] for i in spec.implementations}
+
+
+def assert_complete_timing(folder, known: dict[tuple[str, str], str]) -> None:
+    for name, est in timing_estimates(folder).items():
+        why = known.get((folder.name, name))
+        if why is not None and est.time_s is None:
+            assert any(why in u for u in est.unknown), (folder.name, name, est.unknown)
+        else:
+            assert est.time_s is not None and est.time_s > 0, (folder.name, name, est.unknown)
+
+
 def test_sample_verifies_and_broken_impl_is_caught(tasks: dict[str, list[GeneratedTask]], tmp_path) -> None:
     from veriforge.cuda.tasks.validate import validate_many
 
@@ -107,3 +153,5 @@ def test_sample_verifies_and_broken_impl_is_caught(tasks: dict[str, list[Generat
     bad = reports[-1]
     assert not bad.ok
     assert {i.name for i in bad.impls if not i.correct} == {"tiled_32x8"}
+    for path in paths[:_ESTIMATED]:  # the cost model prices them at the timing size (the reward's speed)
+        assert_complete_timing(path, _KNOWN_UNKNOWN)

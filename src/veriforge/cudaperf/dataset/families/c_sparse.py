@@ -217,8 +217,45 @@ def _vals(n: int, rng: np.random.Generator) -> np.ndarray:
     return (rng.uniform(0.1, 1.0, size=n) * np.where(rng.random(n) < 0.5, -1.0, 1.0)).astype(DTYPE)
 
 
+#: Above this many matrix positions (the [[timing]] sizes; every verified size is far below) positions are
+#: drawn without materialising the rows x cols grid: same patterns, rejection-sampled in O(nnz).
+_DENSE_LIMIT = 1 << 24
+
+
+def _positions_large(rows: int, cols: int, nnz: int, rng: np.random.Generator,
+                     upper: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    if PATTERN == "banded":
+        bw = 2 * max(1, -(-nnz // rows))  # a band of 2 * bw + 1 >= 4 * nnz / rows positions per row
+    elif PATTERN == "powerlaw":
+        roww = 1.0 / (rng.permutation(rows).astype(float) + 1.0)
+        roww[rng.random(rows) < 0.05] = 0.0
+        cdf = np.cumsum(roww)
+    chosen = np.zeros(0, dtype=np.int64)
+    while chosen.size < nnz:
+        m = int((nnz - chosen.size) * 1.25) + 1024
+        if PATTERN == "random":
+            r = rng.integers(0, rows, size=m)
+            c = rng.integers(0, cols, size=m)
+        elif PATTERN == "banded":
+            r = rng.integers(0, rows, size=m)
+            c = np.round(r * (cols / rows)).astype(np.int64) + rng.integers(-bw, bw + 1, size=m)
+        else:
+            r = np.minimum(np.searchsorted(cdf, rng.random(m) * cdf[-1], side="right"), rows - 1)
+            c = rng.integers(0, cols, size=m)
+        keep = (c >= 0) & (c < cols)
+        r, c = r[keep], c[keep]
+        if upper:
+            r, c = np.minimum(r, c), np.maximum(r, c)
+        chosen = np.sort(np.concatenate([chosen, r * cols + c]))
+        chosen = chosen[np.concatenate(([True], chosen[1:] != chosen[:-1]))]  # np.unique, without its cost
+    chosen = np.sort(chosen[rng.permutation(chosen.size)[:nnz]])  # row-major order: sorted by (row, col)
+    return (chosen // cols).astype(np.int32), (chosen % cols).astype(np.int32)
+
+
 def _positions(rows: int, cols: int, nnz: int, rng: np.random.Generator,
                upper: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    if rows * cols > _DENSE_LIMIT:
+        return _positions_large(rows, cols, nnz, rng, upper)
     r = np.repeat(np.arange(rows), cols)
     c = np.tile(np.arange(cols), rows)
     if PATTERN == "random":
@@ -266,7 +303,12 @@ def make_inputs(config: dict, rng: np.random.Generator) -> dict[str, np.ndarray]
         ell_val = np.zeros((rows, width), dtype=DTYPE)
         fill = np.zeros(rows, dtype=np.int64)
         vals = _vals(nnz, rng)
-        for r, c, a in zip(ri, ci, vals):
+        if nnz > (1 << 20):  # the same fill, vectorised: ri is sorted, so a row's entries are consecutive
+            slot = np.arange(nnz) - np.searchsorted(ri, ri, side="left")
+            keep = slot < width
+            ell_col[ri[keep], slot[keep]] = ci[keep]
+            ell_val[ri[keep], slot[keep]] = vals[keep]
+        for r, c, a in zip(ri, ci, vals) if nnz <= (1 << 20) else ():
             if fill[r] < width:
                 ell_col[r, fill[r]] = c
                 ell_val[r, fill[r]] = a
@@ -1321,6 +1363,26 @@ def _shapes(v: _Var) -> tuple[dict[str, int], ...]:
     return ({"rows": 50, "cols": 60, "nnz": 400}, {"rows": 300, "cols": 280, "nnz": 4000})
 
 
+def _timing_shape(v: _Var) -> dict[str, int]:
+    """[[timing]] sizes: SpMV over 1M x 1M with 4M non-zeros (ELL: 128K x 1M rows of width 48 — a warp per
+    row needs rows wider than 32), DIA 2M rows x 9 diagonals,
+    BSR 512K x 512K blocks with 1M 2 x 2 blocks; SpMM/SDDMM 50000 x 50000 (gridDim.y = rows stays under
+    65536) with 1M/2M non-zeros and k = 64. inputs.py draws these without a dense rows x cols grid; they
+    are drawn again for every evaluation, so non-zeros stay at a few million (10M took 3-9 s to draw)."""
+    f = v.fmt
+    if f in ("spmm_row", "spmm_col", "spmm_t"):
+        return {"rows": 50000, "cols": 50000, "nnz": 1 << 20, "k": 64}
+    if f == "sddmm":
+        return {"rows": 50000, "cols": 50000, "nnz": 1 << 21, "k": 64}
+    if v.ell:
+        return {"rows": 1 << 17, "cols": 1 << 20, "nnz": 1 << 22, "width": 48}
+    if f == "dia":
+        return {"rows": 1 << 21, "cols": 1 << 21, "ndiag": 9}
+    if f == "bsr":
+        return {"brows": 1 << 19, "bcols": 1 << 19, "nnzb": 1 << 20}
+    return {"rows": 1 << 20, "cols": 1 << 20, "nnz": 1 << 22}
+
+
 def _task(v: _Var, seed: int) -> GeneratedTask:
     p = _params(v)
     impls = globals()[_IMPLS[v.fmt]](v, p)
@@ -1333,6 +1395,9 @@ def _task(v: _Var, seed: int) -> GeneratedTask:
         if v.epi == "alpha_beta":
             cfg["beta"] = (-0.5, 2.0)[k]
         configs.append(cfg)
+    # the [[timing]] size (H100 scale, estimated only); alpha/beta as the large config
+    timing = {"name": "timing", "seed": base + 100, **_timing_shape(v),
+              **{k: val for k, val in configs[-1].items() if k in ("alpha", "beta")}}
     es = _SIZE[v.dt]
     ytr = 2 if v.epi == "alpha_beta" else 1
     f = v.fmt
@@ -1362,7 +1427,8 @@ def _task(v: _Var, seed: int) -> GeneratedTask:
         title=title, description=desc, reference=_reference(v, p), impls=impls, configs=configs,
         metrics={"flops": flops, "bytes": nbytes}, params=p.params, tolerance=dict(_TOL[v.dt]),
         tags=["memory-bound", "irregular", "sparse"], extra_files={"inputs.py": _inputs(v)},
-        variant={"format": v.fmt, "pattern": v.pattern, "epilogue": v.epi, "dtype": v.dt}, seed=base)
+        variant={"format": v.fmt, "pattern": v.pattern, "epilogue": v.epi, "dtype": v.dt}, seed=base,
+        timing=[timing])
 
 
 @family("c_sparse", kind="c2cuda", category="gather_scatter")
