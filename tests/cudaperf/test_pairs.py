@@ -132,3 +132,17 @@ def test_kfold_holds_each_task_out_exactly_once() -> None:
         assert not {p.task for p in train} & {p.task for p in test}
     with pytest.raises(PairError):
         kfold_by_task([p for p in pairs if p.task == "t0"])
+
+
+def test_pairs_from_the_shipped_dataset_rows() -> None:
+    """Rows exported by the dataset build (implementations[].estimates) pair as they are."""
+    import json
+
+    sample = Path(__file__).resolve().parents[2] / "src" / "veriforge" / "data" / "cudaperf" / "sample"
+    rows = [json.loads(line) for split in ("train", "validation", "test")
+            for line in (sample / "data" / f"{split}.jsonl").read_text().splitlines() if line.strip()]
+    pairs = pairs_from_rows(rows)
+    assert pairs and all(p.task.split("/")[0] in ("c2cuda", "torch2cuda") for p in pairs)
+    for p in pairs:  # labelled only with the margin, at one configuration, estimates of one cost model
+        assert p.slower.time_s >= 1.1 * p.faster.time_s and p.speedup >= 1.1
+        assert p.provenance == "estimated" and "cost-model" in p.clock

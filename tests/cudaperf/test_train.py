@@ -165,3 +165,11 @@ def test_verl_interaction_feeds_back_and_scores_kevins_return() -> None:
     assert meta2["correct"] and s2 > 0
     out = verl_compute_score("cudaperf/c2cuda", kernel, TASK, {"turn_scores": [s1, s2], "gamma": 0.4})
     assert out["score"] == pytest.approx(s1 + 0.4 * s2)
+
+
+def test_tasks_from_a_built_dataset_split() -> None:
+    """`[tasks] dataset = DIR` reads what `veriforge cudaperf dataset build` exports (data/<split>.jsonl)."""
+    sample = Path(__file__).resolve().parents[2] / "src" / "veriforge" / "data" / "cudaperf" / "sample"
+    rows = [json.loads(line) for line in (sample / "data" / "train.jsonl").read_text().splitlines() if line.strip()]
+    specs = resolve_tasks(from_dict({"tasks": {"dataset": str(sample), "split": "train"}}).tasks)
+    assert sorted(s.id for s in specs) == sorted(r["id"] for r in rows) and len(specs) >= 10

@@ -135,4 +135,4 @@ def test_shipped_sample_loads_and_matches_its_datasheet():
     sheet = (SAMPLE / "DATASHEET.md").read_text()
     assert f"kept tasks: **{stats['kept']}**" in sheet
     size = sum(p.stat().st_size for p in SAMPLE.rglob("*") if p.is_file())
-    assert size < 700_000
+    assert size < 1_000_000  # one task per family (21), kept small: it ships in the wheel

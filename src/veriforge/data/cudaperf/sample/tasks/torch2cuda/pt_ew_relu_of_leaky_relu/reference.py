@@ -1,0 +1,25 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+batch_size = 16
+dim = 4096
+
+
+class Model(nn.Module):
+    """Element-wise relu(leaky_relu(x))"""
+
+    def __init__(self):
+        super().__init__()
+        pass
+
+    def forward(self, x):
+        return torch.relu(F.leaky_relu(x, 0.1))
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim) * 2.0]
+
+
+def get_init_inputs():
+    return []
