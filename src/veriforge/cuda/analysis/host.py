@@ -285,7 +285,7 @@ class _Interpreter:
         self.globals: dict[str, list[Any]] | None = None
         self.depth = 0
         self.line = 0
-        self.inputs: dict[str, Any] = {}
+        self.inputs: Mapping[str, Any] = {}
         self.next_alloc = 1 << 40
 
     # ----- environment -------------------------------------------------------------------------------------
@@ -930,7 +930,7 @@ def host_launches(source: str | ParsedSource, entry: str, scalars: Mapping[str, 
     fdef = defs[0]
     run = HostRun()
     it = _Interpreter(parsed, gpu, run, max_steps, max_launches)
-    it.inputs = dict(inputs or {})
+    it.inputs = inputs if inputs is not None else {}  # a lazy mapping stays lazy: read only when host code reads
     frame: dict[str, list[Any]] = {}
     for i, p in enumerate(fdef.params):
         kind = "other" if p.is_pointer else _type_kind(p.type_text)

@@ -22,6 +22,7 @@ binding their scalar arguments from the ``_ext.fn(...)`` call in ``forward`` (``
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -336,10 +337,34 @@ def check_timing(spec: TaskSpec, configs: dict[str, ConfigEstimate]) -> None:
             c.unknown = _unique([*c.unknown, *reasons])
 
 
+class LazyInputs(Mapping):
+    """A timing configuration's input arrays, drawn on first use: only host code that copies input
+    values back (CSR row pointers read on the host) needs them, and they can be hundreds of MB."""
+
+    def __init__(self, make: Callable[[], dict[str, Any]]) -> None:
+        self._make, self._data = make, None
+
+    def _arrays(self) -> dict[str, Any]:
+        if self._data is None:
+            self._data = self._make()
+        return self._data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._arrays()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._arrays())
+
+    def __len__(self) -> int:
+        return len(self._arrays())
+
+
 def estimate_candidate(spec: TaskSpec, source: str, cases: list[CCase], gpu: str = DEFAULT_GPU,
-                       timing_cases: list[CCase] | None = None) -> CandidateEstimate:
+                       timing_cases: list[CCase] | None = None,
+                       timing_inputs: Mapping[str, Mapping[str, Any]] | None = None) -> CandidateEstimate:
     """The estimate of every configuration of a C→CUDA candidate (one per distinct ``case.config``),
-    plus the task's timing configurations from ``timing_cases`` (checked by :func:`check_timing`)."""
+    plus the task's timing configurations from ``timing_cases`` (checked by :func:`check_timing`);
+    ``timing_inputs`` maps a timing configuration to its (lazy) input arrays."""
     from veriforge.cuda import costmodel
 
     configs: dict[str, ConfigEstimate] = {}
@@ -348,7 +373,9 @@ def estimate_candidate(spec: TaskSpec, source: str, cases: list[CCase], gpu: str
         if case.config in configs:
             continue
         scalars = {p.name: v for p, v in zip(spec.params, case.args, strict=True) if p.role == "scalar"}
-        inputs = {p.name: v for p, v in zip(spec.params, case.args, strict=True) if p.role == "in"}
+        inputs = (timing_inputs or {}).get(case.config)
+        if inputs is None:
+            inputs = {p.name: v for p, v in zip(spec.params, case.args, strict=True) if p.role == "in"}
         try:
             configs[case.config] = estimate_launches(source, spec.entry, scalars, gpu, cache, inputs)
         except Exception as exc:  # the analysis must never fail an evaluation that passed

@@ -284,13 +284,25 @@ def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, t
         return _reject(base, [dependence], "dynamic")
     base.verdict = Verdict.passed(results)
     if estimate and be.name == "cpu":
-        from .estimate import estimate_candidate
+        from veriforge.cuda.tasks.generate import case_scalars
 
-        timing_cases = []
+        from .estimate import LazyInputs, estimate_candidate
+
+        timing_cases, timing_inputs = [], {}
         for name in spec.timing_names:
-            case = make_case(spec, name, 0)
-            timing_cases.append(CCase(config=name, trial=0, args=case.args, variables=dict(case.env)))
-        _record_estimate(base, estimate_candidate(spec, cand.source, cases, timing_cases=timing_cases))
+            args = case_scalars(spec, name)
+            if args is None:  # a custom generator may define scalars: draw the case now
+                case = make_case(spec, name, 0)
+                args = case.args
+            timing_cases.append(CCase(config=name, trial=0, args=args, variables=dict(spec.config(name).variables)))
+
+            def draw(name: str = name) -> dict[str, Any]:
+                case = make_case(spec, name, 0)
+                return {p.name: a for p, a in zip(spec.params, case.args, strict=True) if p.role == "in"}
+
+            timing_inputs[name] = LazyInputs(draw)
+        _record_estimate(base, estimate_candidate(spec, cand.source, cases, timing_cases=timing_cases,
+                                                  timing_inputs=timing_inputs))
     return base
 
 

@@ -24,7 +24,7 @@ from veriforge.core import pyparse as _pyparse
 from .expr import ExpressionError, evaluate, evaluate_int
 from .schema import ParamSpec, TaskFormatError, TaskSpec
 
-__all__ = ["Case", "GeneratorError", "check_generator", "make_case", "poison"]
+__all__ = ["Case", "GeneratorError", "case_scalars", "check_generator", "make_case", "poison"]
 
 _GENERATORS = {"uniform": 2, "normal": 2, "randint": 2, "permutation": 1}
 
@@ -158,6 +158,27 @@ def _scalar(value: Any, param: ParamSpec) -> int | float:
     if isinstance(value, float) and not value.is_integer():
         raise GeneratorError(f"scalar {param.name!r} is an integer type but its value is {value}")
     return int(value)
+
+
+def case_scalars(spec: TaskSpec, config: str) -> list[Any] | None:
+    """The arguments of ``config`` with scalars evaluated and pointers left ``None``, without drawing
+    any array (a timing configuration's inputs can be hundreds of MB); ``None`` when a ``custom``
+    generator may define scalars (then only :func:`make_case` knows them)."""
+    cfg = spec.config(config)
+    if any((cfg.init.get(p.name, p.init) or "").strip() == "custom" for p in spec.params):
+        return None
+    env: dict[str, Any] = dict(cfg.variables)
+    out: list[Any] = []
+    for p in spec.params:
+        if p.role != "scalar":
+            out.append(None)
+        elif p.value is not None:
+            out.append(_scalar(evaluate(p.value, env), p))
+        elif p.name in env:
+            out.append(_scalar(env[p.name], p))
+        else:
+            return None  # make_case reports the missing value
+    return out
 
 
 def make_case(spec: TaskSpec, config: str, trial: int, *, poison_pattern: int | None = None) -> Case:
