@@ -25,6 +25,8 @@ from typing import Any
 
 from veriforge.cudaperf.dataset.family import FamilyError, GeneratedTask, Impl, family
 
+from ._params import ParamList as _P
+
 __all__ = ["generate_matmul"]
 
 _DT: dict[str, dict[str, Any]] = {
@@ -78,29 +80,6 @@ def _relu_macro(dt: str) -> str:
 def _args(sig: str) -> str:
     return ", ".join(p.split()[-1] for p in sig.split(", "))
 
-
-class _P:
-    """Builds the parameter list and the C signature together, so they can never disagree."""
-
-    def __init__(self) -> None:
-        self.params: list[dict[str, Any]] = []
-        self.parts: list[str] = []
-
-    def ptr(self, name: str, ctype: str, role: str, size: str, init: str | None = None) -> None:
-        full = f"const {ctype}*" if role == "in" else f"{ctype}*"
-        entry: dict[str, Any] = {"name": name, "type": full, "role": role, "size": size}
-        if init:
-            entry["init"] = init
-        self.params.append(entry)
-        self.parts.append(f"{full} {name}")
-
-    def scalar(self, name: str, ctype: str) -> None:
-        self.params.append({"name": name, "type": ctype, "role": "scalar", "value": name})
-        self.parts.append(f"{ctype} {name}")
-
-    @property
-    def sig(self) -> str:
-        return ", ".join(self.parts)
 
 
 def _task_seed(tid: str, seed: int) -> int:

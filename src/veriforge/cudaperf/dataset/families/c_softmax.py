@@ -27,6 +27,8 @@ from typing import Any
 
 from veriforge.cudaperf.dataset.family import FamilyError, GeneratedTask, Impl, family
 
+from ._params import ParamList as _P
+
 __all__ = ["generate_softmax"]
 
 _FN = {"float": {"exp": "expf", "log": "logf", "sqrt": "sqrtf", "max": "fmaxf", "one": "1.0f", "zero": "0.0f"},
@@ -148,33 +150,6 @@ def _op(v: _Var) -> _Op:
                    [f"y[OFF(s, e)] = (T)(v * inv{g});"], [])
     raise FamilyError(f"c_softmax: unknown op {v.op!r}")
 
-
-class _P:
-    """Parameter list and C signature built together."""
-
-    def __init__(self) -> None:
-        self.params: list[dict[str, Any]] = []
-        self.parts: list[str] = []
-
-    def ptr(self, name: str, ctype: str, role: str, size: str, init: str | None = None) -> None:
-        full = f"const {ctype}*" if role == "in" else f"{ctype}*"
-        entry: dict[str, Any] = {"name": name, "type": full, "role": role, "size": size}
-        if init:
-            entry["init"] = init
-        self.params.append(entry)
-        self.parts.append(f"{full} {name}")
-
-    def scalar(self, name: str, ctype: str) -> None:
-        self.params.append({"name": name, "type": ctype, "role": "scalar", "value": name})
-        self.parts.append(f"{ctype} {name}")
-
-    @property
-    def sig(self) -> str:
-        return ", ".join(self.parts)
-
-    @property
-    def args(self) -> str:
-        return ", ".join(p.split()[-1] for p in self.parts)
 
 
 def _params(v: _Var) -> _P:

@@ -29,6 +29,8 @@ from typing import Any
 
 from veriforge.cudaperf.dataset.family import FamilyError, GeneratedTask, Impl, family
 
+from ._params import ParamList as _P
+
 __all__ = ["generate_sort"]
 
 _DT: dict[str, dict[str, Any]] = {
@@ -91,27 +93,6 @@ class _Var:
         """Whether the network carries a value next to each key (kv, argsort and top-k indices)."""
         return self.kv or self.mode in ("argsort", "topk")
 
-
-class _P:
-    def __init__(self) -> None:
-        self.params: list[dict[str, Any]] = []
-        self.parts: list[str] = []
-
-    def ptr(self, name: str, ctype: str, role: str, size: str, init: str | None = None) -> None:
-        full = f"const {ctype}*" if role == "in" else f"{ctype}*"
-        entry: dict[str, Any] = {"name": name, "type": full, "role": role, "size": size}
-        if init:
-            entry["init"] = init
-        self.params.append(entry)
-        self.parts.append(f"{full} {name}")
-
-    def scalar(self, name: str) -> None:
-        self.params.append({"name": name, "type": "int", "role": "scalar", "value": name})
-        self.parts.append(f"int {name}")
-
-    @property
-    def sig(self) -> str:
-        return ", ".join(self.parts)
 
 
 def _params(v: _Var) -> _P:

@@ -26,6 +26,8 @@ from typing import Any
 
 from veriforge.cudaperf.dataset.family import FamilyError, GeneratedTask, Impl, family
 
+from ._params import ParamList as _P
+
 __all__ = ["generate_sparse"]
 
 _FORMATS = ("csr", "csc", "coo", "ell_row", "ell_col", "csr_t", "sym", "dia", "bsr", "spmm_row", "spmm_col", "spmm_t",
@@ -92,31 +94,6 @@ class _Var:
     def bias_len(self) -> str:
         return "k" if self.spmm else ("rows" if self.fmt == "sddmm" else self.ylen)
 
-
-class _P:
-    def __init__(self) -> None:
-        self.params: list[dict[str, Any]] = []
-        self.parts: list[str] = []
-
-    def ptr(self, name: str, ctype: str, role: str, size: str, init: str | None = None) -> None:
-        full = f"const {ctype}*" if role == "in" else f"{ctype}*"
-        entry: dict[str, Any] = {"name": name, "type": full, "role": role, "size": size}
-        if init:
-            entry["init"] = init
-        self.params.append(entry)
-        self.parts.append(f"{full} {name}")
-
-    def scalar(self, name: str, ctype: str = "int") -> None:
-        self.params.append({"name": name, "type": ctype, "role": "scalar", "value": name})
-        self.parts.append(f"{ctype} {name}")
-
-    @property
-    def sig(self) -> str:
-        return ", ".join(self.parts)
-
-    @property
-    def args(self) -> str:
-        return ", ".join(p.split()[-1] for p in self.parts)
 
 
 _CSC_NAMES = {"row_ptr": "col_ptr", "col_idx": "row_idx", "rows": "cols", "cols": "rows"}
