@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from veriforge.cuda import analysis, costmodel
@@ -133,3 +135,21 @@ def test_torch2cuda_launcher_scalars_come_from_forward_and_init():
     times, notes, launches = estimate_torch_impl(spec, spec.folder / "impls" / "naive.py")  # uses self.dim
     assert notes == [] and set(times) == {c.name for c in (*spec.configs, *spec.timing)} and launches == 1
     assert all(t > 0 for t in times.values())
+
+
+def test_torch2cuda_sizes_of_tensors_forward_allocates_are_known() -> None:
+    """``out = torch.empty(x.size(1), ...)`` then ``_ext.run(x, out, out.numel(), ...)`` (how the generated
+    reductions call their launchers), and ``x.numel() // x.size(-1)`` (the linear family): both evaluate,
+    so the launch is priced at every configuration instead of being unknown."""
+    import ast
+
+    from veriforge.cuda.evaluate.estimate import _forward_calls, _new_tensor_shape, estimate_torch_impl
+
+    sample = Path(__file__).resolve().parents[3] / "src" / "veriforge" / "data" / "cudaperf" / "sample" / "tasks"
+    spec = load_task(sample / "torch2cuda" / "pt_red_sum_2d_dim0")
+    times, notes, _ = estimate_torch_impl(spec, spec.folder / "impls" / "naive.py")
+    assert notes == [] and set(times) == {c.name for c in (*spec.configs, *spec.timing)}
+    text = "class ModelNew:\n    def forward(self, x):\n        y = torch.empty(x.size(0), 7)\n        z = x.view(-1, 4)\n" \
+           "        _ext.run(y.numel(), x.numel() // x.size(-1), z.size(0))\n"
+    assert _forward_calls(text, [(6, 8)], []) == [("run", {0: 42, 1: 6, 2: 12})]
+    assert _new_tensor_shape(ast.parse("torch.empty_like(q)").body[0].value, {"q": (2, 3)}, {}) == (2, 3)

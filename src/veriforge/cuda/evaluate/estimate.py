@@ -41,8 +41,9 @@ DEFAULT_GPU = "H100-SXM"
 MAX_DISTINCT_LAUNCHES = 256
 #: Part of the evaluation cache key: results cached before unknown work made a time unknown are stale.
 #: 2: a launch with uncounted work makes its configuration's time unknown (with the reasons).
-#: 3: torch2cuda; 4: [[timing]]; 5: written arrays cost twice; 6: features skip unreached sites.
-ESTIMATE_VERSION = "estimate/6"
+#: 3: torch2cuda; 4: [[timing]]; 5: written arrays cost twice; 6: features skip unreached sites;
+#: 7: torch forward() tensors allocated with torch.empty(...)/view have known shapes.
+ESTIMATE_VERSION = "estimate/7"
 MIN_TIMING_COVERAGE = 0.5
 """A timing configuration whose counted global traffic is below this fraction of the task's minimum
 (``metrics.bytes``) is not trusted: the candidate does not do the whole task at that size."""
@@ -444,6 +445,8 @@ def _shape_value(expr: ast.AST, shapes: dict[str, tuple[int, ...]], env: dict[st
         base = expr.value.value
         if isinstance(base, ast.Name) and base.id in shapes:
             return shapes[base.id][int(_shape_value(expr.slice, shapes, env))]
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):  # x.size(-1)
+        return -_shape_value(expr.operand, shapes, env)
     if isinstance(expr, ast.BinOp):
         a, b = _shape_value(expr.left, shapes, env), _shape_value(expr.right, shapes, env)
         ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
@@ -477,6 +480,43 @@ def _init_attributes(init: ast.FunctionDef | None, init_inputs: list[Any]) -> di
     return env
 
 
+_FACTORIES = ("empty", "zeros", "ones", "full", "rand", "randn")
+_LIKE = ("empty_like", "zeros_like", "ones_like", "full_like")
+
+
+def _new_tensor_shape(val: ast.AST, shapes: dict[str, tuple[int, ...]], env: dict[str, Any]
+                      ) -> tuple[int, ...] | None:
+    """The shape of a tensor ``forward`` allocates (``torch.empty(a, b, ...)``, ``torch.empty((a, b))``,
+    ``torch.empty_like(x)``, ``x.new_empty(...)``, ``x.view(a, b)``/``reshape``), or None."""
+    if not (isinstance(val, ast.Call) and isinstance(val.func, ast.Attribute)):
+        return None
+    attr, owner = val.func.attr, val.func.value
+    try:
+        if isinstance(owner, ast.Name) and owner.id == "torch" and attr in _LIKE and val.args:
+            src = val.args[0]
+            return shapes.get(src.id) if isinstance(src, ast.Name) else None
+        factory = isinstance(owner, ast.Name) and owner.id == "torch" and attr in _FACTORIES
+        method = (isinstance(owner, ast.Name) and owner.id in shapes
+                  and attr in ("new_empty", "new_zeros", "new_ones", "view", "reshape"))
+        if not (factory or method) or not val.args:
+            return None
+        dims = val.args[:-1] if attr in ("full",) else val.args
+        if len(dims) == 1 and isinstance(dims[0], ast.Tuple | ast.List):
+            dims = dims[0].elts
+        out = [int(_shape_value(d, shapes, env)) for d in dims]
+        if attr in ("view", "reshape") and out.count(-1) == 1:  # one inferred dimension
+            total = 1
+            for d in shapes[owner.id]:  # type: ignore[union-attr]
+                total *= d
+            known = 1
+            for d in out:
+                known *= d if d != -1 else 1
+            out[out.index(-1)] = total // known if known else 0
+        return tuple(out)
+    except (_Unknown, IndexError, TypeError, ValueError, KeyError):
+        return None
+
+
 def _forward_calls(module_text: str, inputs: list[tuple[int, ...]], init_inputs: list[Any]
                    ) -> list[tuple[str, dict[int, Any]]]:
     """(launcher name, {argument index: value}) for each ``_ext.fn(...)`` call in ``ModelNew.forward``."""
@@ -505,6 +545,10 @@ def _forward_calls(module_text: str, inputs: list[tuple[int, ...]], init_inputs:
                     and isinstance(val.func.value, ast.Name) and val.func.value.id in shapes
                     and val.func.attr in ("contiguous", "float", "clone")):
                 shapes[tgt] = shapes[val.func.value.id]
+                continue
+            made = _new_tensor_shape(val, shapes, env)
+            if made is not None:  # out = torch.empty(x.size(0), n, ...): its numel()/size() are known
+                shapes[tgt] = made
                 continue
             try:
                 env[tgt] = _shape_value(val, shapes, env)
