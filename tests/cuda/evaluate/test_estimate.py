@@ -149,7 +149,7 @@ def test_torch2cuda_sizes_of_tensors_forward_allocates_are_known() -> None:
     spec = load_task(sample / "torch2cuda" / "pt_red_sum_2d_dim0")
     times, notes, _ = estimate_torch_impl(spec, spec.folder / "impls" / "naive.py")
     assert notes == [] and set(times) == {c.name for c in (*spec.configs, *spec.timing)}
-    text = "class ModelNew:\n    def forward(self, x):\n        y = torch.empty(x.size(0), 7)\n        z = x.view(-1, 4)\n" \
-           "        _ext.run(y.numel(), x.numel() // x.size(-1), z.size(0))\n"
+    text = ("class ModelNew:\n    def forward(self, x):\n        y = torch.empty(x.size(0), 7)\n"
+            "        z = x.view(-1, 4)\n        _ext.run(y.numel(), x.numel() // x.size(-1), z.size(0))\n")
     assert _forward_calls(text, [(6, 8)], []) == [("run", {0: 42, 1: 6, 2: 12})]
     assert _new_tensor_shape(ast.parse("torch.empty_like(q)").body[0].value, {"q": (2, 3)}, {}) == (2, 3)
