@@ -323,6 +323,7 @@ class _Scorer:
         self.executor, self.store_path = executor, store_path
         self._cache: dict[tuple[str, str], Reward] = {}
         self._baselines: dict[str, Any] = {}
+        self._families: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def baseline(self, task: str) -> Any:
@@ -341,9 +342,17 @@ class _Scorer:
         return res
 
     def family(self, task: str) -> str:
+        """The task's family, read once per task (every reward asks for it)."""
+        with self._lock:
+            known = self._families.get(task)
+        if known is not None:
+            return known
         from veriforge.cuda.evaluate.harness import resolve_task
 
-        return resolve_task(task).family
+        family = resolve_task(task).family
+        with self._lock:
+            self._families[task] = family
+        return family
 
     def score_completion(self, task: str, completion: Any) -> Reward:
         """The reward of a model completion: its code block for the task's family, scored."""
