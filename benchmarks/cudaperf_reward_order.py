@@ -57,16 +57,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--preset", default="veriforge")
     ap.add_argument("--max-speedup", type=float, default=None,
                     help="diagnostic: replace the preset's max_speedup (the speed term's clip)")
+    ap.add_argument("--structure", type=float, default=None,
+                    help="diagnostic: replace the preset's structure weight")
     args = ap.parse_args(argv)
     config = PRESETS[args.preset]
     if args.max_speedup is not None:
         config = dataclasses.replace(config, max_speedup=args.max_speedup)
+    if args.structure is not None:
+        config = dataclasses.replace(config, structure=args.structure)
     wanted = {t for t in args.tasks.split(",") if t}
     store = RunStore()
     started = time.time()
     agree = total = ties = time_agree = 0
     failures: list[str] = []
     clip = "" if args.max_speedup is None else f" (diagnostic: max_speedup {args.max_speedup:g})"
+    clip += "" if args.structure is None else f" (diagnostic: structure {args.structure:g})"
     print(f"CudaPerf reward vs quality labels, preset {args.preset}{clip}, CPU back-end (estimated times, "
           "H100-SXM; speed on the [[timing]] configurations)")
     for family in ([args.family] if args.family else ["c2cuda", "torch2cuda"]):

@@ -117,26 +117,26 @@ def test_shaping_is_bounded_and_only_for_correct_candidates() -> None:
         shaped = shape_reward(worst, diff, 0.0, weight=cfg.structure)
         assert shaped.value > best_failure  # every correct candidate still beats every failure
         assert abs(shaped.terms.get("ranker", 0.0)) < cfg.structure / 2
-    up = shape_reward(worst, 3.0, 0.0, weight=0.05)
-    assert up.terms["ranker"] == pytest.approx(0.05 * (1 / (1 + math.exp(-3.0)) - 0.5))
+    up = shape_reward(worst, 3.0, 0.0)  # default weight: the structure weight
+    assert up.terms["ranker"] == pytest.approx(cfg.structure * (1 / (1 + math.exp(-3.0)) - 0.5))
     assert up.value == pytest.approx(worst.value + up.terms["ranker"])
     for kind, value in (("wrong", cfg.wrong), ("cheat", cfg.cheat), ("compile_error", cfg.compile_error)):
         failure = Reward(value, kind, False, terms={"failure": value})
-        assert shape_reward(failure, 1e9, -1e9, weight=0.05) == failure  # failures are never lifted
+        assert shape_reward(failure, 1e9, -1e9) == failure  # failures are never lifted
     # unknown speed is the worst speed: no bonus for making the estimate unknown
     unknown = _correct(0.1, None, -cfg.speed)
     assert shape_reward(unknown, 10.0, 0.0).value == unknown.value
     assert shape_reward(unknown, -10.0, 0.0).value < unknown.value
-    # a candidate 2x faster by the reward's own time wins whatever the ranker says
-    slow, fast = _correct(0.5 + 0.4 * math.log(1.0) / math.log(10), 1.0, 0.0), \
-        _correct(0.5 + 0.4 * math.log(2.0) / math.log(10), 2.0, 0.4 * math.log(2.0) / math.log(10))
-    assert shape_reward(fast, -1e9, 0.0, weight=0.05).value > shape_reward(slow, 1e9, 0.0, weight=0.05).value
+    # a candidate 1.15x faster by the reward's own time wins whatever the ranker says
+    term = cfg.speed * math.log(1.15) / math.log(cfg.max_speedup)
+    slow, fast = _correct(0.5, 1.0, 0.0), _correct(0.5 + term, 1.15, term)
+    assert shape_reward(fast, -1e9, 0.0).value > shape_reward(slow, 1e9, 0.0).value
 
 
 def test_shaping_weights_that_break_invariants_are_refused() -> None:
-    check_shaping_weight(0.05)
+    check_shaping_weight(PRESETS["veriforge"].structure)
     with pytest.raises(RankerError, match="structure weight"):
-        check_shaping_weight(0.1)  # a prediction would outweigh the structure terms
+        check_shaping_weight(2 * PRESETS["veriforge"].structure)  # a prediction would outweigh the structure terms
     with pytest.raises(RankerError, match="best failure"):
         check_shaping_weight(0.3, RewardConfig(correct=0.5, speed=0.4, slower=0.05, structure=0.5, wrong=-0.05,
                                                timeout=-0.1, crash=-0.1, compile_error=-0.2, cheat=-1.0))
@@ -163,7 +163,7 @@ def test_shaping_on_real_evaluations_keeps_order_and_cheats_stay_down() -> None:
     base = res["atomic"]
     # an adversarial ranker: loves the cheat and the slowest program, hates the fastest
     adversary = _Const({cheat_src: 1e6, src["atomic"]: 50.0, src["warp_shuffle"]: -50.0})
-    shaper = ranker_shaping(adversary, src["atomic"], weight=0.05)
+    shaper = ranker_shaping(adversary, src["atomic"])
     plain = {n: reward(r, base) for n, r in res.items()}
     shaped = {n: shaper(plain[n], src[n]) for n in res}
     c = reward(cheat, base)

@@ -259,7 +259,7 @@ def check_shaping_weight(weight: float, config: Any = "veriforge") -> None:
     * **every correct candidate still beats every failure**: worst correct − weight/2 must stay
       above the best failure;
     * **a prediction never outweighs the evidence**: ``weight`` is at most the structure weight,
-      so a candidate whose time is ``max_speedup^(weight/speed)`` better (2.4× with the defaults)
+      so a candidate whose time is ``max_speedup^(weight/speed)`` better (1.1× with the defaults)
       wins whatever the ranker says.
 
     Published shapes (kevin, kernelgym) are only checked for the first rule in its simplest form
@@ -289,7 +289,19 @@ def check_shaping_weight(weight: float, config: Any = "veriforge") -> None:
                           f"not above the best failure {best_failure:g}")
 
 
-def shape_reward(r: Any, score: float, baseline_score: float, *, weight: float = 0.05,
+def _default_weight(weight: float | None, config: Any) -> float:
+    """``None`` means the largest weight the rules allow with the ``veriforge`` shape: its structure weight."""
+    if weight is not None:
+        return weight
+    from veriforge.cudaperf.reward import PRESETS
+
+    cfg = PRESETS.get(config) if isinstance(config, str) else config
+    if cfg is None or not hasattr(cfg, "structure"):
+        raise RankerError(f"unknown reward preset {config!r}")
+    return float(cfg.structure) if cfg.shape == "veriforge" else 0.05
+
+
+def shape_reward(r: Any, score: float, baseline_score: float, *, weight: float | None = None,
                  config: Any = "veriforge") -> Any:
     """``r`` plus ``weight · (σ(score − baseline_score) − 0.5)`` as term ``ranker``, for a correct
     candidate only (failures are returned unchanged, so no failure can be lifted by the ranker).
@@ -297,7 +309,9 @@ def shape_reward(r: Any, score: float, baseline_score: float, *, weight: float =
     When the reward could not determine the speed (``speedup`` None while a speed term was scored)
     the term is clipped at 0: an unknown time is the worst time, so making the estimate unknown must
     not earn the ranker's bonus. A non-finite score difference adds nothing.
+    ``weight`` None: the structure weight of ``config``.
     """
+    weight = _default_weight(weight, config)
     check_shaping_weight(weight, config)
     if not r.correct or weight == 0:
         return r
@@ -330,9 +344,10 @@ class _Shaper:
         return shape_reward(r, scores[0], scores[1], weight=self.weight, config=self.config)
 
 
-def ranker_shaping(ranker: Ranker, baseline_source: str, *, weight: float = 0.05, config: Any = "veriforge",
+def ranker_shaping(ranker: Ranker, baseline_source: str, *, weight: float | None = None, config: Any = "veriforge",
                    task: Any = None, config_name: str | None = None) -> Callable[[Any, str], Any]:
     """``f(reward, source) -> reward``: :func:`shape_reward` with the ranker's scores of ``source``
-    and of the baseline program. The weight is checked once here."""
+    and of the baseline program. The weight (None: the structure weight) is checked once here."""
+    weight = _default_weight(weight, config)
     check_shaping_weight(weight, config)
     return _Shaper(ranker, baseline_source, weight, config, task, config_name)

@@ -12,13 +12,16 @@ every hole in a reward, so its shape is fixed by invariants the tests check:
   count its work, or a configuration has no time) gets the lowest speed term, never a neutral one —
   otherwise making the estimate unknown would be a way to dodge the slow penalty;
 * **structure never outweighs speed**: structure terms are fractions in [0, 1] weighted by
-  ``structure`` (0.05: a tie-breaker, since the estimate already prices coalescing, bank conflicts and
-  occupancy), and need a correct candidate. Arithmetic intensity is reported but weighted 0
+  ``structure`` (0.004, the speed term of a 1.1x speedup: structure decides only between candidates
+  whose times are within ~10 % of each other, since the estimate already prices coalescing, bank
+  conflicts and occupancy), and need a correct candidate. Arithmetic intensity is reported but weighted 0
   by default: a policy can raise it with useless FLOPs.
 
 Speed is ``ln(baseline / time) / ln(max_speedup)`` clipped to [-1, 1] (a log-speedup, so 2x faster
-and 2x slower are symmetric; ``max_speedup`` 1000, because naive baselines such as single-address
-atomics are 100-1000x slower than good kernels and a lower cap would stop ranking the good ones), on
+and 2x slower are symmetric; ``max_speedup`` 10^4, because naive baselines such as single-address
+atomics or per-output scans are 100-10^4x slower than good kernels at timing sizes, and a lower cap
+stops ranking the good ones: at 1000, scatter_add's privatised and plain-atomic kernels, 4.6x apart,
+earned the same capped term), on
 the geometric mean over the task's ``[[timing]]`` configurations when it has them, else over *every*
 configuration of one provenance
 (:func:`veriforge.optiml.objective.score_time`): measured on a GPU back-end, estimated on the CPU one.
@@ -61,12 +64,14 @@ class RewardConfig:
     published shapes for comparison (they do not keep every invariant of the module docstring)."""
 
     shape: str = "veriforge"
-    correct: float = 0.55
+    correct: float = 0.596
     speed: float = 0.4
-    structure: float = 0.05  # a tie-breaker: the estimate already prices coalescing, conflicts, occupancy
+    # a tie-breaker worth the speed term of a 1.1x speedup (0.4 ln 1.1 / ln 1e4): the estimate already
+    # prices coalescing, conflicts and occupancy, so structure must not overrule a real speed difference
+    structure: float = 0.004
     slower: float = 0.05  # extra penalty for a correct candidate slower than the baseline ...
     slower_margin: float = 1.02  # ... by more than this factor (a 0.4 % estimate difference is not "slower")
-    max_speedup: float = 1000.0  # the speedup that earns the full speed term (naive atomics are 100-1000x off)
+    max_speedup: float = 1e4  # the speedup that earns the full speed term (naive baselines are 100-1e4x off)
     wrong: float = -0.3
     timeout: float = -0.4
     crash: float = -0.4

@@ -311,6 +311,51 @@ __global__ void do_k(const float *A, float *C, int K) {
     assert load.requests == 8 and load.unknown is None
 
 
+def test_ping_pong_indices_of_double_buffered_scans_are_followed() -> None:
+    # Hillis-Steele with two shared buffers, in the two spellings real scans use (`cur ^= 1`, and
+    # the CUDA samples' `pout = 1 - pout; pin = 1 - pout;`): every access, in the loop and after it,
+    # has a known address and is conflict-free.
+    src = r"""
+__global__ void scan_xor(const float* x, float* y) {
+    __shared__ float s[2][256];
+    int tid = threadIdx.x;
+    int cur = 0;
+    s[cur][tid] = x[tid];
+    __syncthreads();
+    for (int off = 1; off < 256; off <<= 1) {
+        float v = s[cur][tid];
+        if (tid >= off) v += s[cur][tid - off];
+        s[cur ^ 1][tid] = v;
+        cur ^= 1;
+        __syncthreads();
+    }
+    y[tid] = s[cur][tid];
+}
+__global__ void scan_reflect(const float* x, float* y) {
+    __shared__ float t[2 * 256];
+    int tid = threadIdx.x, pout = 0, pin = 1;
+    t[pout * 256 + tid] = x[tid];
+    __syncthreads();
+    for (int off = 1; off < 256; off *= 2) {
+        pout = 1 - pout;
+        pin = 1 - pout;
+        t[pout * 256 + tid] = t[pin * 256 + tid] + (tid >= off ? t[pin * 256 + tid - off] : 0.0f);
+        __syncthreads();
+    }
+    y[tid] = t[pout * 256 + tid];
+}
+"""
+    for kernel in ("scan_xor", "scan_reflect"):
+        rep = analysis.analyze(src, kernel=kernel, grid=4, block=256, use_nvcc=False)
+        assert rep.shared_accesses, kernel
+        for acc in rep.shared_accesses:
+            assert acc.unknown is None and acc.bank_conflict_ways == 1, (kernel, acc)
+    # a toggle under a condition is not a fixed period-2 step: left unknown, not guessed
+    cond = src.replace("        cur ^= 1;", "        if (off < 64) cur ^= 1;")
+    rep = analysis.analyze(cond, kernel="scan_xor", grid=4, block=256, use_nvcc=False)
+    assert any(a.unknown for a in rep.shared_accesses if "cur" in a.text)
+
+
 def test_pragma_between_a_loop_header_and_its_unbraced_body() -> None:
     # tree-sitter would end the outer loop at the directive; the body must still be the inner loop
     src = r"""

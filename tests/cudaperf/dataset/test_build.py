@@ -55,7 +55,8 @@ def _records(out: Path) -> dict[str, dict]:
 def test_real_build_keeps_verified_drops_broken_and_duplicates(real_build):
     out, summary = real_build
     recs = _records(out)
-    assert {i for i, r in recs.items() if r["status"] == "kept"} == {"toy_axpy_a", "toy_axpy_b"}
+    assert {i for i, r in recs.items() if r["status"] == "kept"} == {"toy_axpy_a", "toy_axpy_b"}, {
+        i: (r["status"], r.get("reason")) for i, r in recs.items()}
     assert recs["toy_axpy_a_copy"]["status"] == "duplicate" and recs["toy_axpy_a_copy"]["rule"] == "exact"
     assert recs["toy_axpy_a_copy"]["of"] == "toy_axpy_a"
     assert recs["toy_axpy_a_renamed"]["rule"] == "structural" and recs["toy_axpy_a_renamed"]["of"] == "toy_axpy_a"
@@ -210,3 +211,30 @@ class _Picklable:
 
     def __call__(self, *a, **k):
         return _Picklable._fns[self.key](*a, **k)
+
+
+def test_a_harness_error_is_retried_once_before_an_implementation_is_dropped(tmp_path, monkeypatch):
+    from veriforge.cuda.evaluate import harness
+
+    task = next(t for t in toy.toy_axpy(0) if t.id == "toy_axpy_a")
+    folder = task.write(tmp_path)
+    real = harness.evaluate
+    calls: list[str] = []
+
+    def flaky(spec, path, *a, **kw):  # the first evaluation of each implementation hits a machine error
+        calls.append(path.name)
+        if calls.count(path.name) == 1:
+            raise OSError(28, "No space left on device")
+        return real(spec, path, *a, **kw)
+
+    monkeypatch.setattr(harness, "evaluate", flaky)
+    out = build_mod.verify_task(str(folder), estimate=False)
+    assert out["ok"] and all(i["verified"] for i in out["impls"])
+    assert len(calls) == 2 * len(out["impls"])
+
+    def broken(spec, path, *a, **kw):  # an error that repeats drops the implementation, with the reason
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(harness, "evaluate", broken)
+    out = build_mod.verify_task(str(folder), estimate=False)
+    assert not out["ok"] and all("No space left" in i["reason"] and i["attempts"] == 2 for i in out["impls"])

@@ -47,6 +47,7 @@ def analyze(
     dynamic_smem: int = 0,
     use_nvcc: bool = True,
     template_args: Mapping[str, Any] | None = None,
+    data: Mapping[str, tuple[Any, int]] | None = None,
 ) -> AnalysisReport:
     """Statically analyse ``kernel`` in ``source`` for one launch ``<<<grid, block, dynamic_smem>>>``
     (see :func:`analyze_uncached`); results are memoised per process by their full inputs (a copy is
@@ -54,7 +55,7 @@ def analyze(
     try:
         key = (hashlib.sha256(source.encode()).hexdigest(), kernel, _freeze(grid), _freeze(block),
                _freeze(params or {}), arch, _freeze(defines or {}), int(dynamic_smem), bool(use_nvcc),
-               _freeze(template_args or {}))
+               _freeze(template_args or {}), _data_key(data))
         hash(key)
     except TypeError:
         key = None
@@ -65,13 +66,27 @@ def analyze(
                 _CACHE.move_to_end(key)
         if hit is not None:
             return copy.deepcopy(hit)
-    rep = analyze_uncached(source, kernel, grid, block, params, arch, defines, dynamic_smem, use_nvcc, template_args)
+    rep = analyze_uncached(source, kernel, grid, block, params, arch, defines, dynamic_smem, use_nvcc, template_args,
+                           data)
     if key is not None:
         with _CACHE_LOCK:
             _CACHE[key] = copy.deepcopy(rep)
             while len(_CACHE) > ANALYSIS_CACHE_SIZE:
                 _CACHE.popitem(last=False)
     return rep
+
+
+def _data_key(data: Mapping[str, tuple[Any, int]] | None) -> Any:
+    """A memo key for input contents: shape, dtype and a digest of the bytes (two configurations with
+    the same sizes but other seeds must not share an analysis)."""
+    if not data:
+        return None
+    out = []
+    for name, (arr, off) in sorted(data.items()):
+        a = np.ascontiguousarray(arr)
+        digest = hashlib.blake2b(a.view(np.uint8), digest_size=16).hexdigest()
+        out.append((name, int(off), a.shape, str(a.dtype), digest))
+    return tuple(out)
 
 
 def analyze_uncached(
@@ -85,6 +100,7 @@ def analyze_uncached(
     dynamic_smem: int = 0,
     use_nvcc: bool = True,
     template_args: Mapping[str, Any] | None = None,
+    data: Mapping[str, tuple[Any, int]] | None = None,
 ) -> AnalysisReport:
     """Statically analyse ``kernel`` in ``source`` for one launch ``<<<grid, block, dynamic_smem>>>``.
 
@@ -95,16 +111,21 @@ def analyze_uncached(
     names such as ``"float"``). With ``use_nvcc`` and an available nvcc, ptxas resources and the
     theoretical occupancy are added. Raises :class:`KernelNotFoundError` for a missing kernel and ``LaunchConfigError``
     for an invalid launch; everything else that cannot be determined is reported in
-    ``unknowns``.
+    ``unknowns``. ``data`` maps a pointer parameter to the real contents of the read-only *integer*
+    input it points into (a numpy array, and the parameter's element offset into it): loads from it
+    give those values, so index arrays (CSR row pointers, gather indices, histogram keys) yield real
+    addresses and trip counts instead of unknowns. Float inputs are never read (their values decide
+    no address).
     """
     started = time.perf_counter()
+    data = {k: (np.asarray(a).reshape(-1), int(off)) for k, (a, off) in (data or {}).items()}
     g = dim3(grid, "grid")
     b = dim3(block, "block")
     parsed = parse_source(source)
     kdef = find_kernel(parsed, kernel)
     lanes = build_lanes(g, b)
     w = _walk.Walker(
-        parsed, kdef, lanes, dict(params or {}), dict(template_args or {}), dict(defines) if defines else None
+        parsed, kdef, lanes, dict(params or {}), dict(template_args or {}), dict(defines) if defines else None, data
     )
     w.run()
     for _round in range(REFINE_ROUNDS):
@@ -122,13 +143,17 @@ def analyze_uncached(
             break
         lanes = build_lanes(g, b, samples)
         w = _walk.Walker(
-            parsed, kdef, lanes, dict(params or {}), dict(template_args or {}), dict(defines) if defines else None
+            parsed, kdef, lanes, dict(params or {}), dict(template_args or {}), dict(defines) if defines else None, data
         )
         w.run()
     rep = AnalysisReport(kernel=kernel, arch=arch, grid=g, block=b, dynamic_smem=int(dynamic_smem))
     rep.sampling = lanes.describe() | {
         "loop_iterations": f"all when <= {_walk.EXACT_TRIPS}, else first, middle (weighted) and last"
     }
+    if w.data_reads:
+        rep.sampling["input_values"] = (
+            f"values of the input(s) {', '.join(sorted(w.data_reads))} were read to follow indices"
+            + ("" if lanes.exact else "; work that depends on them is extrapolated from the sampled blocks"))
     for line in parsed.parse_errors:
         rep.unknowns.append(f"line {line}: tree-sitter could not parse part of this line; it was skipped")
     rep.unknowns.extend(w.unknowns)

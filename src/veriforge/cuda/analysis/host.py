@@ -116,6 +116,9 @@ class HostLaunch:
     template_args: tuple[Any, ...]  # ints for value arguments, type names as strings
     line: int
     addresses: tuple[int | None, ...] = ()  # synthetic byte address of each pointer argument, else None
+    #: for each pointer argument into one of the entry's pointer parameters: (that parameter, byte
+    #: offset from its start); None for other arguments and host-side allocations
+    bindings: tuple[tuple[str, int] | None, ...] = ()
 
 
 @dataclass
@@ -853,7 +856,7 @@ class _Interpreter:
             tvals = tuple(self._template_values(fn))
         except HostUnknownError as exc:
             raise HostUnknownError(f"line {line}: launch configuration of {kernel}: {exc}") from None
-        values, addresses = [], []
+        values, addresses, values_raw = [], [], []
         for a in args:
             try:
                 v = self.eval(a)
@@ -861,9 +864,13 @@ class _Interpreter:
                 v = None
             values.append(v if isinstance(v, int | float) else None)
             addresses.append(v.addr if isinstance(v, Pointer) else None)
+            values_raw.append(v)
         if len(self.run.launches) >= self.max_launches:
             raise HostUnknownError(f"more than {self.max_launches} kernel launches")
-        self.run.launches.append(HostLaunch(kernel, grid, block, smem, tuple(values), tvals, line, tuple(addresses)))
+        bindings = tuple((v.param, v.addr - v.base) if isinstance(v, Pointer) and v.param is not None else None
+                         for v in values_raw)
+        self.run.launches.append(HostLaunch(kernel, grid, block, smem, tuple(values), tvals, line, tuple(addresses),
+                                            bindings))
         return 0
 
     @staticmethod

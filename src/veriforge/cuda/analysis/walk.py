@@ -25,8 +25,10 @@ access, branch, barrier, loop and floating-point operation.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -127,6 +129,27 @@ def _does_work(node: Any) -> bool:
 
 class _Unsupported(Exception):
     """A construct the walker does not follow; becomes an unknown with this reason."""
+
+
+@dataclass(frozen=True)
+class Toggle:
+    """The step of a ping-pong variable (``cur ^= 1``): each iteration flips it between two values."""
+
+    kind: str  # "xor" | "reflect" (x = c - x) | "not" (x = !x)
+    operand: Value
+
+    def after(self, base: Value, count: Any, shape: tuple[int, int]) -> Value:
+        """``base`` flipped ``count`` times (per lane when ``count`` is an array of trip counts)."""
+        b = np.asarray(base.lanes(shape), dtype=np.float64)
+        c = np.asarray(self.operand.lanes(shape), dtype=np.float64)
+        if self.kind == "xor":
+            flipped = np.bitwise_xor(b.astype(np.int64), c.astype(np.int64)).astype(np.float64)
+        elif self.kind == "reflect":
+            flipped = c - b
+        else:
+            flipped = (b == 0).astype(np.float64)
+        odd = np.broadcast_to(np.mod(np.asarray(count, dtype=np.float64), 2) == 1, shape)
+        return Value(np.where(odd, flipped, b), False, base.deps | self.operand.deps | {"loop"})
 
 
 @dataclass(frozen=True)
@@ -337,6 +360,56 @@ class Frame:
     type_params: frozenset[str] = frozenset()
 
 
+def _assignment_to_name(e: Any) -> tuple[str, str, Any] | None:
+    """``(name, operator, right-hand side)`` of an assignment expression to a plain identifier."""
+    if e.type != "assignment_expression":
+        return None
+    left, right = e.child_by_field_name("left"), e.child_by_field_name("right")
+    if left is None or right is None or left.type != "identifier":
+        return None
+    return node_text(left), node_text(e.child_by_field_name("operator")), right
+
+
+MAX_TRIP_CLASSES = 16
+
+
+def _iteration_samples(trips: np.ndarray, mask: np.ndarray, t: int) -> list[tuple[int, Any]]:
+    """Which iterations of a loop of at most ``t`` trips to walk, each with its weight (a number,
+    or one per warp).
+
+    When every working warp runs ``t`` trips: the first, a middle one standing for the ``t - 2``
+    others, and the last. When lanes run different numbers (a loop bound read from the input, as in
+    CSR rows): every iteration if there are at most :data:`MAX_SIMULATED_TRIPS` (exact per lane);
+    else the first, then the rest split where lanes' trip counts end (at most
+    :data:`MAX_TRIP_CLASSES` pieces, at quantiles), each walked at its first iteration and weighted,
+    per warp, by how many of that warp's iterations it covers: every warp's iteration count is
+    exact; a lane that stops inside a piece counts as running all of it.
+    """
+    lane_trips = np.where(mask, trips, 0)
+    per_warp = lane_trips.max(axis=1)
+    busy = lane_trips[mask]
+    three = [(0, 1.0), (t // 2, float(t - 2)), (t - 1, 1.0)]
+    if busy.size == 0 or busy.min() == busy.max():
+        return three
+    # what the three samples would count for each lane, against its real trip count: kept when
+    # the lanes differ only a little (a grid-stride tail)
+    counted = (busy > 0) + (t - 2) * (busy > t // 2) + (busy >= t)
+    if np.abs(counted - busy).sum() <= 0.02 * busy.sum():
+        return three
+    if t <= MAX_SIMULATED_TRIPS:
+        return [(i, 1.0) for i in range(t)]
+    ends = np.unique(np.concatenate([busy[busy > 1], per_warp[per_warp > 1]]))
+    if ends.size > MAX_TRIP_CLASSES:
+        ends = np.unique(np.quantile(ends, np.linspace(0, 1, MAX_TRIP_CLASSES), method="higher"))
+    cuts = [1] + [int(e) for e in ends if 1 < e < t] + [t]
+    samples: list[tuple[int, Any]] = [(0, 1.0)]
+    for a, b in itertools.pairwise(cuts):
+        weight = np.clip(np.minimum(per_warp, b) - a, 0, None).astype(np.float64)
+        if weight.any():
+            samples.append((a, weight))
+    return samples
+
+
 class Walker:
     """Evaluate one kernel for one launch; results are in the accumulator attributes."""
 
@@ -348,8 +421,14 @@ class Walker:
         params: dict[str, Any],
         template_args: dict[str, Any],
         defines: dict[str, Any] | None,
+        data: Mapping[str, tuple[np.ndarray, int]] | None = None,
     ) -> None:
         self.parsed = parsed
+        # the real contents of read-only integer inputs, by kernel parameter: (flat array, element
+        # offset of the parameter into it). Loads from them return the values, so index arrays (CSR
+        # row pointers, gather indices, histogram bins) give real addresses and trip counts.
+        self.data: dict[str, tuple[np.ndarray, int]] = dict(data or {})
+        self.data_reads: set[str] = set()
         self.kernel = kernel
         self.lanes = lanes
         self.shape = lanes.shape
@@ -1032,12 +1111,16 @@ class Walker:
         if update is not None:
             exprs.append(self._comma_parts(update))
         incs: dict[str, list[tuple[int, Any]]] = {}
+        toggles: dict[str, list[tuple[str, Any]]] = {}
         for parts in exprs:
             for e in parts:
                 inc = self._increment(e)
                 if inc is not None and inc[0] != var:
                     incs.setdefault(inc[0], []).append((inc[1], inc[2]))
-        if not incs:
+                tog = self._toggle(e)
+                if tog is not None and tog[0] != var:
+                    toggles.setdefault(tog[0], []).append((tog[1], tog[2]))
+        if not incs and not toggles:
             return {}
         counts: dict[str, int] = {}
         for n in [x for x in (body, update) if x is not None]:
@@ -1081,6 +1164,26 @@ class Walker:
             if total is None or total.arr is None:
                 continue
             out[name] = (base, total)
+        for name, togs in toggles.items():
+            # a ping-pong index (`cur ^= 1`, `pout = 1 - pout`): period 2, so iteration i's value
+            # is the entry value or its flip by the parity of i
+            if name in declared or name in incs or len(togs) != 1 or counts.get(name, 0) != 1:
+                continue
+            base = self.lookup(name)
+            if base is None or base.ptr is not None or base.arr is None or base.is_float:
+                continue
+            kind, expr = togs[0]
+            if expr is None:
+                flip = ev.const(0)
+            else:
+                if not self._invariant_expr(expr, forbidden):
+                    continue
+                flip = self._peek(expr, ctx)
+                if flip.ptr is not None or flip.arr is None or flip.is_float:
+                    continue
+            if np.isnan(base.lanes(self.shape)[ctx.mask]).any() or np.isnan(flip.lanes(self.shape)[ctx.mask]).any():
+                continue
+            out[name] = (base, Toggle(kind, flip))
         return out
 
     def _update_var(self, update: Any, cond: Any) -> str | None:
@@ -1122,13 +1225,10 @@ class Walker:
             if arg is not None and arg.type == "identifier":
                 return node_text(arg), (1 if "++" in node_text(e) else -1), None
             return None
-        if e.type != "assignment_expression":
+        parts = _assignment_to_name(e)
+        if parts is None:
             return None
-        left, right = e.child_by_field_name("left"), e.child_by_field_name("right")
-        if left is None or right is None or left.type != "identifier":
-            return None
-        name = node_text(left)
-        op = node_text(e.child_by_field_name("operator"))
+        name, op, right = parts
         if op in ("+=", "-="):
             return name, (1 if op == "+=" else -1), right
         if op == "=" and right.type == "binary_expression":
@@ -1164,8 +1264,46 @@ class Walker:
             stack.extend(n.named_children)
         return True
 
-    def _set_affine(self, name: str, base: Value, step: Value, count: Any) -> None:
-        """Set ``name`` to ``base + count × step`` in the scope that holds it (all lanes)."""
+    @staticmethod
+    def _toggle(e: Any) -> tuple[str, str, Any] | None:
+        """``(name, kind, operand)`` when ``e`` flips an identifier between two values each time it
+        runs: ``x ^= c`` (kind ``xor``), ``x = c - x`` (``reflect``), ``x = !x`` (``not``, operand None)."""
+        parts = _assignment_to_name(e)
+        if parts is None:
+            return None
+        name, op, right = parts
+        if op == "^=":
+            return name, "xor", right
+        if op != "=":
+            return None
+        while right.type == "parenthesized_expression" and right.named_children:
+            right = right.named_children[0]
+        if right.type == "binary_expression":
+            rop = node_text(right.child_by_field_name("operator"))
+            rl, rr = right.child_by_field_name("left"), right.child_by_field_name("right")
+            if rr is not None and rr.type == "identifier" and node_text(rr) == name and rl is not None:
+                if rop == "-":
+                    return name, "reflect", rl
+                if rop == "^":
+                    return name, "xor", rl
+            if rop == "^" and rl is not None and rl.type == "identifier" and node_text(rl) == name and rr is not None:
+                return name, "xor", rr
+        if right.type == "unary_expression" and node_text(right.child_by_field_name("operator")) == "!":
+            arg = right.child_by_field_name("argument")
+            if arg is not None and arg.type == "identifier" and node_text(arg) == name:
+                return name, "not", None
+        return None
+
+    def _set_affine(self, name: str, base: Value, step: Value | Toggle, count: Any) -> None:
+        """Set ``name`` to ``base + count × step`` in the scope that holds it (all lanes); for a
+        :class:`Toggle`, to ``base`` flipped ``count`` times."""
+        if isinstance(step, Toggle):
+            value = step.after(base, count, self.shape)
+            for scope in reversed(self.frames[-1].scopes):
+                if name in scope:
+                    scope[name] = value
+                    return
+            return
         n = Value(np.asarray(count, dtype=np.float64), False, frozenset())
         delta = ev.binary("*", n, step)
         if base.ptr is not None:
@@ -1396,12 +1534,13 @@ class Walker:
                 self._unreached(body, replace(ctx, conds=(*ctx.conds, loop_cond)))
             return
         t = int(tmax)
+        samples: list[tuple[int, Any]]
         if t <= EXACT_TRIPS or history is not None:
             # geometric loops (simulated, at most MAX_SIMULATED_TRIPS) change their pattern every
             # iteration, so every iteration is walked
             samples = [(i, 1.0) for i in range(t)]
         else:
-            samples = [(0, 1.0), (t // 2, float(t - 2)), (t - 1, 1.0)]
+            samples = _iteration_samples(trips, ctx.mask, t)
         if update is None:
             update = st.child_by_field_name("update")
         _step_op, step = self._step(var, update, ctx) if var else (None, None)
@@ -1449,6 +1588,8 @@ class Walker:
         body = st.child_by_field_name("body")
         if cond is not None and body is not None and self._counted_while(st, kind, acc, cond, body, ctx, line):
             return Exits()
+        if cond is not None and body is not None and self._simulated_while(st, kind, acc, cond, body, ctx, line, text):
+            return Exits()
         assigned, declared = self._assigned_names(st)
         changing = assigned - declared
         self._invalidate(changing, f"changes across iterations of the loop at line {line}")
@@ -1468,6 +1609,65 @@ class Walker:
         if body is not None:
             self.statement(body, sub)
         return Exits()
+
+    def _simulated_while(self, st: Any, kind: str, acc: LoopAcc, cond: Any, body: Any, ctx: Ctx, line: int,
+                         text: str) -> bool:
+        """A ``while``/``do`` loop whose condition is known on every lane each time it is tested (a
+        binary search over an input index array, a convergence loop over known values) is run
+        iteration by iteration: first without recording, on a copy of the variables, to learn which
+        lanes run which iterations (at most :data:`MAX_SIMULATED_TRIPS`), then walked for real with
+        those masks — every iteration counted, none guessed. False when it is not such a loop."""
+        if ctx.value_unknown is not None or self._has(
+            body, {"break_statement", "return_statement", "continue_statement", "goto_statement"},
+            {"lambda_expression"},
+        ):
+            return False
+        saved = [([dict(sc) for sc in f.scopes], dict(f.refs)) for f in self.frames]
+        prev = self.recording
+        self.recording = False
+        tested: list[np.ndarray] = []  # lanes that test the condition before iteration i (and after the last)
+        runs: list[np.ndarray] = []  # lanes that run iteration i
+        try:
+            mask = ctx.mask.copy()
+            for it in range(MAX_SIMULATED_TRIPS + 1):
+                if kind == "while" or it > 0:
+                    tested.append(mask.copy())
+                    cv = self.eval(cond, replace(ctx, mask=mask))
+                    lanes = cv.lanes(self.shape)
+                    if lanes is None or np.isnan(lanes[mask]).any():
+                        return False
+                    mask = mask & (lanes != 0)
+                if not mask.any():
+                    break
+                if it == MAX_SIMULATED_TRIPS:
+                    return False
+                runs.append(mask.copy())
+                self.statement(body, replace(ctx, mask=mask))
+        except _Unsupported:
+            return False
+        finally:
+            self.recording = prev
+            for f, (scopes, refs) in zip(self.frames, saved, strict=False):
+                f.scopes[:] = scopes
+                f.refs = refs
+        trips = np.sum(runs, axis=0).astype(np.float64) if runs else np.zeros(self.shape)
+        bacc = self.branch_acc.setdefault(self.key(st), BranchAcc(line, text, "loop"))
+        if self.recording and ctx.mask.any():
+            tm = trips[ctx.mask]
+            acc.add(float(tm.max()), bool(tm.min() != tm.max()), None)
+            bacc.add(varying_warps(trips, ctx.mask), ctx.mask.any(axis=1), ctx.mult, self.lanes.tail_block)
+        loop_cond = Cond(f"loop condition `{text}`", line, bool(np.any(trips[ctx.mask] != trips[ctx.mask].max()))
+                         if ctx.mask.any() else False, False)
+        for it in range(len(runs) + 1):
+            j = it if kind == "while" else it - 1  # the test made before iteration `it`
+            if 0 <= j < len(tested):
+                self.eval(cond, replace(ctx, mask=tested[j]))
+            if it == len(runs):
+                break
+            sub = replace(ctx, mask=runs[it], conds=(*ctx.conds, loop_cond), loop_lines=(*ctx.loop_lines, line),
+                          iters=(*ctx.iters, (line, it, 0)))
+            self.statement(body, sub)
+        return True
 
     def _counted_while(self, st: Any, kind: str, acc: LoopAcc, cond: Any, body: Any, ctx: Ctx, line: int) -> bool:
         """A ``while``/``do`` loop whose condition reads a counter that the body advances by a
@@ -1960,9 +2160,13 @@ class Walker:
         text = " ".join(node_text(node).split())
         if p is None:
             return ev.unknown(f"`{text[:40]}` dereferences a value that is not a traced pointer", pv.deps | {"data"})
-        loaded = Value(
-            None, p.elem.is_float, pv.deps | {"data"}, f"data loaded from `{p.base}` at line {self.line(node)}"
-        )
+        loaded = self._input_values(p, ctx, kind) if self.data else None
+        if loaded is None:
+            loaded = Value(
+                None, p.elem.is_float, pv.deps | {"data"}, f"data loaded from `{p.base}` at line {self.line(node)}"
+            )
+        else:
+            loaded = replace(loaded, deps=loaded.deps | pv.deps)
         if not self.recording or p.space in ("local",):
             return loaded
         if p.space == "constant":
@@ -1973,6 +2177,24 @@ class Walker:
         else:
             self._record_global(node, ctx, kind, p, text, read_only or (kind == "load" and p.read_only))
         return loaded
+
+    def _input_values(self, p: Ptr, ctx: Ctx, kind: str) -> Value | None:
+        """The values a load from a read-only input gives on each lane (NaN where a lane is inactive
+        or reads outside the input), or None when this load is not one of those."""
+        bound = self.data.get(p.base) if kind == "load" and p.space == "global" else None
+        if bound is None or p.offset is None or p.dims:
+            return None
+        arr, first = bound
+        size = p.elem.size
+        if size is None or size != arr.itemsize or p.elem.is_float:
+            return None
+        idx = np.broadcast_to(np.asarray(p.offset, dtype=np.float64) / size + first, self.shape)
+        ok = ctx.mask & np.isfinite(idx) & (idx == np.floor(idx)) & (idx >= 0) & (idx < arr.size)
+        vals = np.full(self.shape, np.nan)
+        if ok.any():
+            vals[ok] = arr[idx[ok].astype(np.int64)].astype(np.float64)
+            self.data_reads.add(p.base)
+        return Value(vals, False, frozenset({"data"}))
 
     def _record_global(self, node: Any, ctx: Ctx, kind: str, p: Ptr, text: str, read_only: bool) -> None:
         key = (*self.key(node), kind)

@@ -22,7 +22,8 @@ binding their scalar arguments from the ``_ext.fn(...)`` call in ``forward`` (``
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Mapping
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,11 @@ MAX_DISTINCT_LAUNCHES = 256
 #: Part of the evaluation cache key: results cached before unknown work made a time unknown are stale.
 #: 2: a launch with uncounted work makes its configuration's time unknown (with the reasons).
 #: 3: torch2cuda; 4: [[timing]]; 5: written arrays cost twice; 6: features skip unreached sites;
-#: 7: torch forward() tensors allocated with torch.empty(...)/view have known shapes.
-ESTIMATE_VERSION = "estimate/7"
+#: 7: torch forward() tensors allocated with torch.empty(...)/view have known shapes;
+#: (8 was used by an experiment that was reverted: run stores may hold entries under it)
+#: 9: ping-pong indices (`cur ^= 1`), integer input values (CSR, gathers), while loops run step by step,
+#: loops whose lanes run different trip counts counted per warp.
+ESTIMATE_VERSION = "estimate/9"
 MIN_TIMING_COVERAGE = 0.5
 """A timing configuration whose counted global traffic is below this fraction of the task's minimum
 (``metrics.bytes``) is not trusted: the candidate does not do the whole task at that size."""
@@ -152,7 +156,7 @@ def estimate_launches(source: str, entry: str, scalars: dict[str, Any], gpu: str
     assumptions = list(run.assumptions)
     if not run.launches:
         assumptions.append(f"{entry}() launches no kernel for these arguments: no GPU time")
-    distinct = {(ln.kernel, ln.grid, ln.block, ln.smem, ln.args, ln.template_args, ln.addresses)
+    distinct = {(ln.kernel, ln.grid, ln.block, ln.smem, ln.args, ln.template_args, ln.addresses, ln.bindings)
                 for ln in run.launches}
     if len(distinct) > MAX_DISTINCT_LAUNCHES:
         return ConfigEstimate.unknown_because(
@@ -168,11 +172,16 @@ def estimate_launches(source: str, entry: str, scalars: dict[str, Any], gpu: str
     seen_unknowns: list[str] = []
     kernels = {ln.kernel for ln in run.launches}
     featured: set[str] = set()
+    names = set(getattr(inputs, "names", None) or (inputs or {}))
     for ln in run.launches:
-        key = (ln.kernel, ln.grid, ln.block, ln.smem, ln.args, ln.template_args, ln.addresses)
+        reads = any(b is not None and b[0] in names for b in ln.bindings)
+        # an analysis that reads input values belongs to these inputs, not to every config of this shape
+        key = (ln.kernel, ln.grid, ln.block, ln.smem, ln.args, ln.template_args, ln.addresses, ln.bindings,
+               id(inputs) if reads else None)
         where = f"{ln.kernel}<<<{_dims(ln.grid)}, {_dims(ln.block)}>>> (line {ln.line})"
         if key not in cache:
-            cache[key] = _launch_cost(source, parsed, ln, gpu, overhead, analysis, costmodel, find_kernel)
+            cache[key] = _launch_cost(source, parsed, ln, gpu, overhead, analysis, costmodel, find_kernel,
+                                      inputs if reads else None)
         c = cache[key]
         for note in c["assumptions"]:
             assumptions.append(note if note.startswith(ln.kernel) else f"{ln.kernel}: {note}")
@@ -193,8 +202,30 @@ def estimate_launches(source: str, entry: str, scalars: dict[str, Any], gpu: str
                           analysis_unknowns=_unique(seen_unknowns))
 
 
+def _index_inputs(kdef: Any, ln: Any, inputs: Mapping[str, Any]) -> dict[str, tuple[Any, int]]:
+    """The kernel's ``const`` integer pointer parameters bound to task inputs, with the input's values
+    and the element offset the argument points at (what the analysis reads to follow indices).
+    Float pointees are skipped without drawing the inputs: their values decide no address."""
+    out: dict[str, tuple[Any, int]] = {}
+    for p, bound in zip(kdef.params, ln.bindings, strict=False):
+        if bound is None or not p.is_pointer or not p.const or _FLOAT_TYPE.search(p.type_text):
+            continue
+        name, offset = bound
+        try:
+            arr = inputs[name]
+        except KeyError:
+            continue
+        itemsize = getattr(arr, "itemsize", 0)
+        if itemsize and offset % itemsize == 0 and getattr(arr, "dtype", None) is not None and arr.dtype.kind in "iub":
+            out[p.name] = (arr, offset // itemsize)
+    return out
+
+
+_FLOAT_TYPE = re.compile(r"\b(?:float|double|half\d?|__half\d?|__nv_bfloat16\d?|bfloat16|float[1-4])\b")
+
+
 def _launch_cost(source: str, parsed: Any, ln: Any, gpu: str, overhead: float, analysis: Any, costmodel: Any,
-                 find_kernel: Any) -> dict[str, Any]:
+                 find_kernel: Any, inputs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The cost of one distinct launch: time (None if unknown), lower bound, status and reasons.
 
     A launch the analysis cannot take at all (kernel not found, launch configuration refused) is
@@ -214,9 +245,11 @@ def _launch_cost(source: str, parsed: Any, ln: Any, gpu: str, overhead: float, a
     # pointer arguments' synthetic addresses: kernel-side alignment tests resolve like the host's
     params.update({p.name: a for p, a in zip(kdef.params, ln.addresses, strict=False)
                    if p.is_pointer and a is not None})
+    data = _index_inputs(kdef, ln, inputs) if inputs is not None else {}
     try:
         rep = analysis.analyze(source, kernel=ln.kernel, grid=ln.grid, block=ln.block, params=params,
-                               dynamic_smem=ln.smem, template_args=_template_map(kdef, ln.template_args))
+                               dynamic_smem=ln.smem, template_args=_template_map(kdef, ln.template_args),
+                               data=data or None)
     except analysis.LaunchConfigError as exc:
         return unknown(f"launch configuration: {exc}")
     try:
@@ -231,6 +264,9 @@ def _launch_cost(source: str, parsed: Any, ln: Any, gpu: str, overhead: float, a
                 "assumptions": [f"{ln.kernel} <<<{ln.grid}, {ln.block}>>> does no modelled work: "
                                 "launch overhead only"]}
     unknown_parts = list(getattr(est, "unknown", None) or [])
+    notes = list(est.assumptions)
+    if rep.sampling.get("input_values"):
+        notes.append(rep.sampling["input_values"])
     time_s = est.time_s
     if time_s is None and not unknown_parts:
         unknown_parts = ["the cost model gave no time"]
@@ -239,7 +275,7 @@ def _launch_cost(source: str, parsed: Any, ln: Any, gpu: str, overhead: float, a
     worst = list(getattr(est, "worst_case", None) or [])
     status = "unknown" if time_s is None else ("upper_bound" if worst else "exact")
     return {"time_s": None if time_s is None else float(time_s), "lower_bound_s": lower, "bound": est.bound,
-            "status": status, "features": dict(rep.features), "assumptions": list(est.assumptions),
+            "status": status, "features": dict(rep.features), "assumptions": notes,
             "unknown": unknown_parts, "worst_case": worst, "analysis_unknowns": list(rep.unknowns),
             "useful_bytes": float((getattr(est, "breakdown", None) or {}).get("useful_bytes") or 0.0)}
 
@@ -342,8 +378,9 @@ class LazyInputs(Mapping):
     """A timing configuration's input arrays, drawn on first use: only host code that copies input
     values back (CSR row pointers read on the host) needs them, and they can be hundreds of MB."""
 
-    def __init__(self, make: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, make: Callable[[], dict[str, Any]], names: Iterable[str] = ()) -> None:
         self._make, self._data = make, None
+        self.names = frozenset(names)  # known without drawing (an estimate asks before it reads)
 
     def _arrays(self) -> dict[str, Any]:
         if self._data is None:

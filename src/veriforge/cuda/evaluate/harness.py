@@ -300,7 +300,7 @@ def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, t
                 case = make_case(spec, name, 0)
                 return {p.name: a for p, a in zip(spec.params, case.args, strict=True) if p.role == "in"}
 
-            timing_inputs[name] = LazyInputs(draw)
+            timing_inputs[name] = LazyInputs(draw, [p.name for p in spec.params if p.role == "in"])
         _record_estimate(base, estimate_candidate(spec, cand.source, cases, timing_cases=timing_cases,
                                                   timing_inputs=timing_inputs))
     return base
