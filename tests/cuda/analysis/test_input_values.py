@@ -107,3 +107,21 @@ extern "C" void solve(const float* x, float* y, int n) { k<<<(n + 255) / 256, 25
     drawn.clear()
     est = estimate_launches(saxpy, "solve", {"n": 1 << 20}, inputs=LazyInputs(draw, ["x"]))
     assert est.complete and drawn == []  # a float input decides no address: never drawn
+
+
+def test_bool_and_expression_template_arguments_do_not_crash_the_analysis() -> None:
+    # found on published CUSP-style code: `spmv_csr_vector_kernel<256, false>` crashed with ValueError
+    src = r"""
+template <unsigned int BLOCK, bool UseCache>
+__global__ void k(const float* x, float* y, int n) {
+    int i = BLOCK * blockIdx.x + threadIdx.x;
+    if (i < n) y[i] = UseCache ? x[i] * 2.0f : x[i];
+}
+"""
+    for use_cache in ("false", False, "true", True):
+        rep = analysis.analyze(src, kernel="k", grid=4, block=256, params={"n": 1000}, use_nvcc=False,
+                               template_args={"BLOCK": "2 * 128", "UseCache": use_cache})
+        assert rep.flops == (1000 if use_cache in ("true", True) else 0), use_cache
+    rep = analysis.analyze(src, kernel="k", grid=4, block=256, params={"n": 1000}, use_nvcc=False,
+                           template_args={"BLOCK": "not a number", "UseCache": "false"})
+    assert any("BLOCK" in u and "not a number" in u for u in rep.unknowns)

@@ -545,6 +545,22 @@ class Walker:
         return ev.elem_type(type_text, self.typedefs)
 
     # ---------------------------------------------------------------- setup
+    def _template_value(self, name: str, raw: Any) -> Value:
+        """A value template argument: a number, a bool, or an expression (`true`, `BLOCK / 2`,
+        a macro); what cannot be evaluated is unknown with the reason, never an exception."""
+        if isinstance(raw, bool):
+            return Value(np.asarray(float(raw)), False, frozenset())
+        try:
+            return Value(np.asarray(float(raw)), False, frozenset())
+        except (TypeError, ValueError):
+            pass
+        v = self._eval_text(str(raw))
+        if v.arr is None:
+            why = f"template parameter `{name}` = {raw!r} is not a number"
+            self.note(why)
+            return ev.unknown(why)
+        return Value(v.arr, False, frozenset())
+
     def setup(self) -> None:
         k = self.kernel
         targs = dict(self.template_values_input)
@@ -560,7 +576,7 @@ class Walker:
                     )
             else:
                 if tp.name in targs:
-                    self.template_values[tp.name] = Value(np.asarray(float(targs[tp.name])), False, frozenset())
+                    self.template_values[tp.name] = self._template_value(tp.name, targs[tp.name])
                 elif tp.default is not None:
                     self.template_values[tp.name] = self._eval_text(tp.default)
                 else:
