@@ -268,3 +268,83 @@ def test_run_errors_are_clear_messages(stand_in_runtime, program):
         res = runner.invoke(app, ["run", str(program)])
         assert res.exit_code == code, (exc, res.output)
         assert text in res.stderr and "Traceback" not in res.output
+
+
+# --- `run` with several sources, -I/-D, --project, --timeout (the real runtime) ---------------
+
+_HEADER = "#pragma once\n__global__ void twice(int* p, int n);\nconstexpr int BASE = FROM_D;\n"
+_KERNEL = ('#include "lib.cuh"\n__global__ void twice(int* p, int n) {\n'
+           "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) p[i] = 2 * (p[i] + BASE);\n}\n")
+_MAIN = """#include <cstdio>
+#include <lib.cuh>
+int main(int argc, char** argv) {
+    int h[4] = {1, 2, 3, 4}, *d;
+    cudaMalloc(&d, sizeof h);
+    cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+    twice << < 1, 4 >> > (d, 4);
+    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    printf("%d %d %s\\n", h[0], h[3], argc > 1 ? argv[1] : "-");
+    return 0;
+}
+"""
+
+
+@pytest.fixture
+def two_files(monkeypatch):
+    import shutil
+    import tempfile
+
+    # the program runs in the current directory, which the sandbox user must be able to reach
+    tmp_path = Path(tempfile.mkdtemp(prefix="vf-cli-run-"))
+    tmp_path.chmod(0o755)
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "lib.cuh").write_text(_HEADER)
+    (tmp_path / "kern.cu").write_text(_KERNEL)
+    (tmp_path / "main.cpp").write_text(_MAIN)
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+    shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_run_several_sources_with_includes_and_defines(cpu_runtime, two_files):
+    res = runner.invoke(app, ["run", "main.cpp", "kern.cu", "-I", "inc", "-D", "FROM_D=10", "--", "kern.cu"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout == "22 28 kern.cu\n"   # a program argument after -- that names a file stays an argument
+    entries = [{"directory": str(two_files), "file": f, "arguments": ["nvcc", "-arch=sm_90", "-Iinc", "-DFROM_D=0",
+                                                                      "-c", f]} for f in ("main.cpp", "kern.cu")]
+    (two_files / "compile_commands.json").write_text(json.dumps(entries))
+    res = runner.invoke(app, ["run", "--project", "compile_commands.json"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout == "2 8 -\n" and "note: -arch=sm_90: an nvcc-only option" in res.stderr
+
+
+def test_run_project_errors_name_the_header(cpu_runtime, two_files):
+    (two_files / "inc" / "lib.cuh").write_text(_HEADER.replace("FROM_D", "UNDEFINED_NAME"))
+    res = runner.invoke(app, ["run", "main.cpp", "kern.cu", "-I", "inc"])
+    assert res.exit_code == 1
+    assert res.stderr.startswith("inc/lib.cuh:3:") and "UNDEFINED_NAME" in res.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "missing.cu"], "source file 'missing.cu' does not exist"),
+        (["run", "main.cpp", "-I", "nowhere"], "include directory"),
+        (["run", "main.cpp", "--flag", "-fplugin=x.so"], "is not allowed"),
+        (["run", "main.cpp", "--timeout", "0"], "--timeout must be positive"),
+        (["run", "--project", "missing.json"], "not a readable compile_commands.json"),
+        (["run"], "give the program's source file(s)"),
+    ],
+)
+def test_run_bad_input_is_one_line_and_exit_2(cpu_runtime, two_files, argv, message):
+    res = runner.invoke(app, argv)
+    assert res.exit_code == 2, res.output
+    assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.output
+
+
+def test_run_time_out_keeps_the_output(cpu_runtime, tmp_path):
+    prog = tmp_path / "spin.cu"
+    prog.write_text('#include <cstdio>\nint main() { printf("working\\n"); volatile int x = 0; for (;;) ++x; }\n')
+    res = runner.invoke(app, ["run", str(prog), "--timeout", "1.5"])
+    assert res.exit_code == 124
+    assert res.stdout == "working\n" and "ran past its 1.5 s limit" in res.stderr

@@ -15,6 +15,7 @@ Heavy modules (the toolchain, the CPU runtime, rich) are imported inside the com
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 if TYPE_CHECKING:
     from veriforge.cuda.toolchain import CompileResult
@@ -202,23 +204,61 @@ def _write(data: bytes | str | None, err: bool) -> None:
     typer.echo(data, nl=False, err=err)
 
 
+class _RunCommand(TyperCommand):
+    """``run``: everything after ``--`` is the program's own arguments (kept apart before click
+    parses, so a program argument that looks like a source file or an option stays the program's)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            ctx.meta[_PROGRAM_ARGS] = args[cut + 1 :]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+_PROGRAM_ARGS = "veriforge.cuda.run.program_args"
+_SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c++", ".c", ".C")
+
+
 @app.command(
     "run",
+    cls=_RunCommand,
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
 def run_cmd(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="CUDA program (.cu).")],
-    args: Annotated[list[str] | None, typer.Argument(help="Arguments for the program (after --).")] = None,
+    ctx: typer.Context,
+    inputs: Annotated[
+        list[str] | None,
+        typer.Argument(help="CUDA program source(s) (.cu/.cpp/.c, linked together), then the program's arguments "
+                       "(after --).", show_default=False),
+    ] = None,
     stdin: Annotated[Path | None, typer.Option("--stdin", help="File to feed to the program's stdin.")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Wall-clock limit in seconds.")] = 60.0,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Wall-clock limit in seconds (default: 60, or the settings').")
+    ] = None,
     define: Annotated[list[str] | None, typer.Option("-D", help="Macro NAME or NAME=VALUE, repeatable.")] = None,
+    include: Annotated[
+        list[Path] | None, typer.Option("-I", help="Include directory, repeatable (the sources' folders are searched).")
+    ] = None,
+    flag: Annotated[
+        list[str] | None,
+        typer.Option("--flag", "-f", help="Extra host-compiler flag, repeatable: -std=c++20, -O3, -ffast-math."),
+    ] = None,
+    project: Annotated[
+        Path | None,
+        typer.Option("--project", help="A compile_commands.json: its sources, -I/-D/-std (nvcc-only flags ignored)."),
+    ] = None,
     sanitize: Annotated[
         bool, typer.Option("--sanitize", help="Check out-of-bounds accesses (slower; reports the source line).")
     ] = False,
 ) -> None:
     """Run a whole CUDA program (with main()) on the CPU runtime; exits with its return code.
 
-    The program runs in the current directory, like ``./a.out`` would.
+    Several sources are separate translation units linked together, as with nvcc a.cu b.cpp.
+
+    Headers next to the sources and under -I are found. Program arguments go after --.
+
+    The program runs in the current directory, like ./a.out would.
     """
     from veriforge.errors import (
         CompileError,
@@ -234,47 +274,131 @@ def run_cmd(
         _echo_err(f"error: the CPU CUDA runtime is not available: {exc}")
         raise typer.Exit(EXIT_SETUP) from exc
 
-    source = _read_source(file)
+    files, args = _split_inputs(list(inputs or []), ctx.meta.get(_PROGRAM_ARGS), project is not None)
     data = stdin.read_bytes() if stdin is not None else b""
-    options = _run_options(
-        cpu.run_program,
-        filename=re.sub(r"[^\w.+-]", "_", file.name),
-        cwd=Path.cwd(),
-        defines=_parse_defines(define or []) or None,
-        sanitize=sanitize or None,
-    )
+    defines = _parse_defines(define or [])
+    project_class = getattr(cpu, "Project", None)
+    proj = None
+    if project_class is not None:
+        proj = _make_project(project_class, files, include or [], defines, _split_flags(flag or []), project)
+        label = Path(proj.files[0])
+        with contextlib.suppress(ValueError):
+            label = label.relative_to(Path.cwd())
+        for note in getattr(proj, "notes", []):
+            _echo_err(f"note: {note}")
+        source: Any = proj
+        options = _run_options(cpu.run_program, cwd=Path.cwd(), sanitize=sanitize or None)
+    else:  # a runtime without projects: one file, macros only
+        if len(files) != 1 or include or flag or project is not None:
+            _echo_err("error: this CPU runtime runs single files only (no -I, --flag, --project or several sources)")
+            raise typer.Exit(EXIT_SETUP)
+        label = files[0]
+        source = _read_source(files[0])
+        options = _run_options(
+            cpu.run_program,
+            filename=re.sub(r"[^\w.+-]", "_", files[0].name),
+            cwd=Path.cwd(),
+            defines=defines or None,
+            sanitize=sanitize or None,
+        )
+    if timeout is not None:
+        if not timeout > 0:
+            _echo_err(f"error: --timeout must be positive, got {timeout:g}")
+            raise typer.Exit(EXIT_SETUP)
+        options["timeout"] = timeout
     try:
-        result = cpu.run_program(source, argv=tuple(args or ()), stdin=data, timeout=timeout, **options)
+        result = cpu.run_program(source, argv=tuple(args), stdin=data, **options)
     except UnsupportedFeatureError as exc:
-        _echo_err(f"{file}: error: unsupported CUDA feature: {exc}")
+        _echo_err(f"{label}: error: unsupported CUDA feature: {exc}")
         raise typer.Exit(EXIT_FAILED) from exc
     except CompileError as exc:
         diagnostics = list(getattr(exc, "diagnostics", []) or [])
         for d in diagnostics:
-            _echo_err(_format_diagnostic(d, file))
+            _echo_err(_format_diagnostic(d, label, as_given=proj is not None))
         if not diagnostics:
-            _echo_err(f"{file}: error: {exc}")
+            _echo_err(f"{label}: error: {exc}")
         raise typer.Exit(EXIT_FAILED) from exc
     except KernelTimeoutError as exc:
-        _echo_err(f"{file}: error: {exc}")
+        _echo_err(f"{label}: error: {exc}")
         raise typer.Exit(EXIT_TIMEOUT) from exc
     except ToolchainNotFoundError as exc:
         _echo_err(f"error: {exc}")
         raise typer.Exit(EXIT_SETUP) from exc
+    except ValueError as exc:
+        _echo_err(f"error: {exc}")
+        raise typer.Exit(EXIT_SETUP) from exc
     except CudaError as exc:
-        _echo_err(f"{file}: error: {exc}")
+        _echo_err(f"{label}: error: {exc}")
         raise typer.Exit(EXIT_FAILED) from exc
 
     _write(getattr(result, "stdout", b""), err=False)
     _write(getattr(result, "stderr", b""), err=True)
     sys.stdout.flush()
     if getattr(result, "timed_out", False):
-        _echo_err(f"{file}: error: the program ran past its {timeout:g} s limit and was killed")
+        limit = timeout if timeout is not None else getattr(proj, "timeout", None) or _default_timeout(cpu)
+        _echo_err(f"{label}: error: the program ran past its {limit:g} s limit and was killed "
+                  "(its output up to then is shown above)")
         raise typer.Exit(EXIT_TIMEOUT)
     code = int(getattr(result, "returncode", 0) or 0)
     if code < 0:  # killed by a signal: the shell's convention
         code = 128 - code
     raise typer.Exit(code)
+
+
+def _default_timeout(cpu: Any) -> float:
+    fn = getattr(getattr(cpu, "program", None), "default_timeout", None)
+    return float(fn()) if callable(fn) else 60.0
+
+
+def _split_inputs(inputs: list[str], after_dashes: list[str] | None,
+                  have_project: bool) -> tuple[list[Path], list[str]]:
+    """Sources and program arguments. With ``--`` the sources are everything before it; without,
+    the leading existing C/C++/CUDA files (as ``run prog.cu 5`` always meant) - at least one,
+    unless ``--project`` names them."""
+    if after_dashes is not None:
+        files, args = inputs, list(after_dashes)
+    else:
+        k = 0
+        def is_source(k: int) -> bool:
+            first = k == 0 and not have_project
+            return (first or inputs[k].endswith(_SOURCE_SUFFIXES)) and not inputs[k].startswith("-") \
+                and Path(inputs[k]).is_file()
+
+        while k < len(inputs) and is_source(k):
+            k += 1
+        files, args = inputs[:k], inputs[k:]
+    for f in files:
+        if f.startswith("-"):
+            _echo_err(f"error: unknown option {f!r} (program arguments go after --)")
+            raise typer.Exit(EXIT_SETUP)
+        if not Path(f).is_file():
+            _echo_err(f"error: source file {f!r} does not exist")
+            raise typer.Exit(EXIT_SETUP)
+    if not files and not have_project:
+        if inputs:
+            _echo_err(f"error: source file {inputs[0]!r} does not exist")
+        else:
+            _echo_err("error: give the program's source file(s), or --project compile_commands.json")
+        raise typer.Exit(EXIT_SETUP)
+    return [Path(f) for f in files], args
+
+
+def _make_project(project_class: Any, files: list[Path], includes: list[Path], defines: dict[str, str | None],
+                  flags: list[str], compile_commands: Path | None) -> Any:
+    """The Project to run: from the command line, or from a compile_commands.json (whose entries the
+    command line's files select and its -I/-D/--flag extend)."""
+    try:
+        if compile_commands is not None:
+            base = project_class.from_compile_commands(compile_commands, files=[str(f) for f in files] or None)
+            return project_class(files=base.files, include_dirs=[*base.include_dirs, *includes],
+                                 defines={**base.defines, **defines}, flags=[*base.flags, *flags], root=Path.cwd(),
+                                 system_include_dirs=base.system_include_dirs, notes=base.notes)
+        sources_dirs = list(dict.fromkeys(f.resolve().parent for f in files))
+        return project_class(files=files, include_dirs=[*includes, *sources_dirs], defines=defines, flags=flags,
+                             root=Path.cwd())
+    except (ValueError, OSError) as exc:
+        _echo_err(f"error: {exc}")
+        raise typer.Exit(EXIT_SETUP) from exc
 
 
 def _run_options(run_program: Any, **wanted: Any) -> dict[str, Any]:
@@ -301,11 +425,13 @@ def _run_options(run_program: Any, **wanted: Any) -> dict[str, Any]:
     return options
 
 
-def _format_diagnostic(d: Any, file: Path) -> str:
+def _format_diagnostic(d: Any, file: Path, as_given: bool = False) -> str:
     """A CPU-runtime diagnostic as ``file:line:col: severity: message``, naming the user's file.
 
     ``run_program`` compiles a private copy of the source, so a diagnostic's own file name is
     replaced by ``file`` unless it names a header that still exists on disk (the copy is gone).
+    A project's diagnostics (``as_given``) already name the user's files (relative to the current
+    directory).
     """
     if isinstance(d, str):
         return d
@@ -313,7 +439,10 @@ def _format_diagnostic(d: Any, file: Path) -> str:
     if message is None:
         return str(d)
     own = getattr(d, "file", None)
-    where = str(own) if own and Path(str(own)).is_absolute() and Path(str(own)).is_file() else str(file)
+    if as_given and own:
+        where = str(own)
+    else:
+        where = str(own) if own and Path(str(own)).is_absolute() and Path(str(own)).is_file() else str(file)
     line, column = getattr(d, "line", None), getattr(d, "column", None)
     if line:
         where += f":{line}" + (f":{column}" if column else "")

@@ -132,11 +132,13 @@ _ARCH = re.compile(r"^(sm|compute)_\d{2,3}[af]?$")
 
 
 class CudaSettings(_Section):
-    """CUDA toolchain choices: target architecture, which nvcc, CPU-runtime threads."""
+    """CUDA toolchain choices: target architecture, which nvcc, CPU-runtime threads, and the default
+    time limit of a whole program on the CPU runtime (``veriforge cuda run``; None: 60 s)."""
 
     arch: str = "sm_90"
     nvcc: Path | None = None
     cpu_threads: int | None = Field(default=None, ge=1)
+    program_timeout_s: float | None = Field(default=None, gt=0)
 
     @field_validator("arch")
     @classmethod

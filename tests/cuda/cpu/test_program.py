@@ -192,6 +192,15 @@ def test_timeout_is_a_result_not_a_hang():
     assert res.seconds < 10
 
 
+def test_the_default_time_limit_comes_from_the_settings(tmp_path, monkeypatch):
+    cfg = tmp_path / "veriforge.toml"
+    cfg.write_text("[cuda]\nprogram_timeout_s = 1.5\n")
+    monkeypatch.setenv("VERIFORGE_CONFIG", str(cfg))
+    src = "#include <cstdio>\nint main() { volatile int x = 0; while (x == 0) {} return 0; }\n"
+    res = cpu.run_program(src)  # no timeout argument: the settings' 1.5 s, not the built-in 60 s
+    assert res.timed_out and "within 1.5 s" in res.stderr and res.seconds < 30
+
+
 def test_crash_is_reported_with_the_signal():
     src = "#include <cstdint>\nint main(int argc, char**) { int* p = (int*)(uintptr_t)(argc - 1); *p = 1; return 0; }\n"
     res = cpu.run_program(src)
@@ -202,3 +211,46 @@ def test_compile_errors_raise_with_user_lines():
     with pytest.raises(cpu.CompileError) as err:
         cpu.run_program("int main() {\n  return nope;\n}\n", filename="p.cu")
     assert err.value.diagnostics[0].line == 2 and str(err.value).startswith("p.cu:2:")
+
+
+def test_output_printed_before_a_timeout_is_kept():
+    src = ('#include <cstdio>\nint main() { printf("started\\n"); fprintf(stderr, "err\\n");\n'
+           "  volatile int x = 0; while (x == 0) {} return 0; }\n")
+    res = cpu.run_program(src, timeout=1.5)
+    assert res.timed_out and res.stdout == "started\n" and res.stderr.startswith("err\n")
+
+
+def test_host_asm_compiles_unused_device_asm_is_accepted_device_asm_is_refused():
+    src = """#include <cstdio>
+static unsigned long long ticks() { unsigned lo, hi; __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((unsigned long long)hi << 32) | lo; }
+__global__ void k(int* p) {
+#ifdef __CUDA_ARCH__
+    asm volatile("membar.gl;");
+#endif
+#if 0
+    asm("mov.u32 %0, %%laneid;" : "=r"(p[0]));
+#endif
+    p[threadIdx.x] = threadIdx.x;
+}
+int main() {
+    int* d; cudaMalloc(&d, 4 * sizeof(int));
+    k << < 1, 4 >> > (d);
+    int h[4]; cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    asm volatile("" ::: "memory");
+    printf("%d %d\\n", h[3], ticks() > 0);
+    return 0;
+}
+"""
+    res = cpu.run_program(src)
+    assert res.ok and res.stdout == "3 1\n", res.stderr
+    bad = src.replace("#ifdef __CUDA_ARCH__", "#ifndef __CUDA_ARCH__")
+    with pytest.raises(cpu.UnsupportedFeatureError, match=r"inline PTX.*\(p\.cu:6: "):
+        cpu.run_program(bad, filename="p.cu")
+
+
+def test_a_missing_cuda_api_function_is_refused_with_its_line():
+    src = ('#include <cstdio>\nextern "C" int cudaVfNoSuchFunction(int);\nint main() {\n'
+           "  // cudaVfNoSuchFunction(0) in a comment does not count\n  return cudaVfNoSuchFunction(1);\n}\n")
+    with pytest.raises(cpu.UnsupportedFeatureError, match=r"cudaVfNoSuchFunction \(p\.cu:5: return"):
+        cpu.run_program(src, filename="p.cu")

@@ -140,3 +140,48 @@ volatile int* g_ptr;
     assert lines[9].strip() == "((::vf::LockstepPtr<float>)x)[0] = 1.0f;"
     assert lines[10].strip() == "volatile void* raw = x;"
     assert lines[12] == "volatile int* g_ptr;"  # namespace scope: untouched
+
+
+def test_launches_spelled_with_spaces_and_newlines_are_rewritten():
+    src = ("int main() {\n  k << < g, b >> > (p);\n  k <<<\n    g, b\n  >>> (p);\n  k<< <1, 2>>>(p);\n"
+           "  int s = a << b, t = c >> d;\n}\n")
+    out = rewrite(scan(src))
+    assert out.count("\n") == src.count("\n")
+    lines = out.splitlines()
+    assert '::vf::LaunchConfig( g, b ), "k"' in lines[1] and lines[1].endswith("(p);")
+    assert "::vf::LaunchConfig(" in lines[2] and lines[4].strip() == '), "k", [&](auto&&... vf_args_) ' \
+        "{ k(vf_args_...); }) (p);"
+    assert "LaunchConfig(1, 2)" in lines[5] and lines[6].strip() == "int s = a << b, t = c >> d;"
+    assert "<<" not in out.replace("a << b", "")
+
+
+@pytest.mark.parametrize(
+    ("code", "refused"),
+    [
+        ('static unsigned long long t() { unsigned lo, hi;\n  __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));\n'
+         "  return lo; }\n__global__ void k() {}", False),
+        ('void barrier() { asm volatile("" ::: "memory"); }\nstruct S { void f() { __asm__("pause"); } };', False),
+        ('__host__ __device__ void f() { asm volatile("" ::: "memory"); }', False),
+        ('int f() __asm__("g");', False),
+        ('__device__ int lane() {\n  int x; asm("mov.u32 %0, %%laneid;" : "=r"(x)); return x; }', True),
+        ('struct S { __device__ void f() {\n  asm volatile("nop"); } };', True),
+        ('__global__ void k() { auto l = [&]() {\n  asm("nop"); }; }', True),
+        ('void host() {\n  asm volatile("membar.gl;"); }', True),   # PTX wherever it is
+    ],
+)
+def test_only_device_side_asm_is_refused(code, refused):
+    from veriforge.cuda.cpu.source import find_unsupported
+
+    found = find_unsupported(scan(code), "k.cu")
+    assert bool(found) == refused
+    if refused:
+        assert found[0].feature.startswith("inline PTX") and found[0].line == 2 and found[0].file == "k.cu"
+
+
+def test_features_on_lines_the_preprocessor_dropped_are_not_refused():
+    from veriforge.cuda.cpu.source import find_unsupported
+
+    code = ("#if 0\n__global__ void k() { asm(\"nop\"); }\n#endif\n#ifdef USE_WMMA\n#include <mma.h>\n#endif\n"
+            "__global__ void j() {}\n")
+    assert [r.line for r in find_unsupported(scan(code), "k.cu")] == [2, 5]
+    assert find_unsupported(scan(code), "k.cu", active_lines={1, 3, 4, 6, 7}) == []

@@ -6,6 +6,8 @@
     mod.call("solve", [a, c, n])                    # extern "C" host launcher; mod.functions lists them
     report = mod.race_check("reduce", grid, block, [x, out])   # thread-order dependence
     res = cpu.run_program(source, argv=(), stdin=b"", timeout=60.0)  # whole programs with main()
+    proj = cpu.Project.from_args(["main.cu", "kern.cu"], include_dirs=["inc"], defines={"N": 64})
+    res = cpu.run_program(proj)                     # several files, -I/-D (also cpu.compile(proj))
 
 How it works and what it cannot do: docs/cpu-runtime.md. The numpy-facing pieces are imported
 lazily so ``run_program`` users do not pay for numpy.
@@ -25,6 +27,7 @@ from .errors import (
     UnsupportedFeatureError,
 )
 from .program import ProgramResult, build_program, run_program
+from .source import Project
 
 if TYPE_CHECKING:
     from .module import CallResult, FunctionInfo, KernelInfo, LaunchResult, Module, Param, RaceDifference, RaceReport
@@ -42,6 +45,7 @@ __all__ = [
     "Module",
     "Param",
     "ProgramResult",
+    "Project",
     "RaceDifference",
     "RaceReport",
     "ToolchainNotFoundError",
@@ -54,7 +58,7 @@ __all__ = [
 _LAZY = {"CallResult", "FunctionInfo", "KernelInfo", "LaunchResult", "Module", "Param", "RaceDifference", "RaceReport"}
 
 
-def compile(source: str, *, defines: dict | None = None, sanitize: bool = False,
+def compile(source: str | Project, *, defines: dict | None = None, sanitize: bool = False,
             filename: str = "kernel.cu", timeout: float = 60.0) -> Module:
     """Compile CUDA C++ for the CPU runtime (see :func:`veriforge.cuda.cpu.module.compile`)."""
     from .module import compile as _compile

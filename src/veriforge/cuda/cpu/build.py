@@ -32,9 +32,10 @@ import sysconfig
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from veriforge.core import integrity
 from veriforge.core.paths import cache_dir
@@ -353,7 +354,7 @@ _REQUIRED = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+):(?P<col>\d+):\s+requi
 _UNDEFINED = re.compile(r"undefined reference to `([^'`]+)'")
 
 
-def parse_diagnostics(log: str, user_file: str) -> list[Diagnostic]:
+def parse_diagnostics(log: str, user_file: str, user_files: Sequence[str] = ()) -> list[Diagnostic]:
     """Compiler errors mapped to the user's file and line.
 
     An error inside a runtime header is attributed to the user line that led there (the
@@ -363,17 +364,27 @@ def parse_diagnostics(log: str, user_file: str) -> list[Diagnostic]:
     diags: list[Diagnostic] = []
     pending: Diagnostic | None = None
     include_site: tuple[int, int] | None = None
+    site_file = user_file
+    many = set(user_files)
+
+    def users(file: str) -> str | None:
+        if file in many:
+            return file
+        return user_file if Path(file).name == user_file or file == user_file else None
+
     for raw in log.splitlines():
         inc = _INCLUDED_FROM.match(raw)
-        if inc and Path(inc.group("file")).name == user_file:
+        if inc and users(inc.group("file")):
             include_site = (int(inc.group("line")), 0)
+            site_file = users(inc.group("file")) or user_file
             continue
         req = _REQUIRED.match(raw)
         if req:
-            if Path(req.group("file")).name == user_file:
+            if users(req.group("file")):
                 include_site = (int(req.group("line")), int(req.group("col")))
+                site_file = users(req.group("file")) or user_file
                 if pending is not None and pending.line == 0:
-                    pending = Diagnostic(file=user_file, line=include_site[0], column=include_site[1],
+                    pending = Diagnostic(file=site_file, line=include_site[0], column=include_site[1],
                                          severity="error", message=pending.message)
             continue
         m = _DIAG.match(raw)
@@ -381,44 +392,73 @@ def parse_diagnostics(log: str, user_file: str) -> list[Diagnostic]:
             continue
         file, sev, msg = m.group("file"), m.group("sev"), m.group("msg").strip()
         line, col = int(m.group("line")), int(m.group("col") or 0)
-        is_user = Path(file).name == user_file
+        owner = users(file)
         if sev in ("error", "fatal error"):
             if pending is not None:
                 diags.append(pending)
-            if is_user:
-                diags.append(Diagnostic(file=user_file, line=line, column=col, severity="error", message=msg))
+            if owner:
+                diags.append(Diagnostic(file=owner, line=line, column=col, severity="error", message=msg))
                 pending = None
             else:
                 where = include_site or (0, 0)
-                pending = Diagnostic(file=user_file, line=where[0], column=where[1], severity="error", message=msg)
+                pending = Diagnostic(file=site_file, line=where[0], column=where[1], severity="error", message=msg)
             include_site = None
-        elif sev == "note" and pending is not None and is_user and "required from" in msg:
-            pending = Diagnostic(file=user_file, line=line, column=col, severity="error", message=pending.message)
-        elif sev == "warning" and is_user:
-            diags.append(Diagnostic(file=user_file, line=line, column=col, severity="warning", message=msg))
+        elif sev == "note" and pending is not None and owner and "required from" in msg:
+            pending = Diagnostic(file=owner, line=line, column=col, severity="error", message=pending.message)
+        elif sev == "warning" and owner:
+            diags.append(Diagnostic(file=owner, line=line, column=col, severity="warning", message=msg))
     if pending is not None:
         diags.append(pending)
     return diags
 
 
-def _raise_for_build_failure(rt: BuiltRuntime, log: str, user_file: str, source: str) -> None:
+def _first_use(names: Sequence[str], sources: Mapping[str, str]) -> str | None:
+    """``file:line: code`` of the first call of one of ``names`` (C++ symbols as the linker
+    printed them: ``cudaStreamAddCallback`` or ``cudaFoo(int*, ...)``) in the user's files."""
+    from .source import _Scopes, line_of, mask_source
+
+    bare = [re.escape(n.split("(")[0].split("::")[-1]) for n in names]
+    pattern = re.compile(r"\b(?:" + "|".join(bare) + r")\b")
+    declared = None
+    for file, text in sources.items():
+        masked = mask_source(text)
+        hits = list(pattern.finditer(masked))
+        if not hits:
+            continue
+        scopes = _Scopes(masked)
+        use = next((m for m in hits if scopes.in_function(m.start())), None)  # a call, not the declaration
+        if use is not None or declared is None:
+            line = line_of(text, (use or hits[0]).start())
+            where = f"{file}:{line}: {text.splitlines()[line - 1].strip()[:120]}"
+            if use is not None:
+                return where
+            declared = where
+    return declared
+
+
+def _raise_for_build_failure(rt: BuiltRuntime, log: str, user_file: str, source: str,
+                             sources: Mapping[str, str] | None = None) -> None:
     log = rt.scrub(log)
     undefined = sorted(set(_UNDEFINED.findall(log)))
     cuda_missing = [u for u in undefined if re.match(r"(cuda|cu[A-Z]|cublas|cufft|curand|cusparse|nvrtc)", u)]
     if cuda_missing:
+        where = _first_use(cuda_missing, sources or {user_file: source})
         raise UnsupportedFeatureError(
             "CUDA API function(s) not supported by the CPU runtime: " + ", ".join(cuda_missing[:8])
+            + (f" ({where})" if where else "")
         )
-    diags = [d for d in parse_diagnostics(log, user_file) if d.severity == "error"]
+    diags = [d for d in parse_diagnostics(log, user_file, list(sources or ())) if d.severity == "error"]
+    if sources:  # a header's error repeats in every translation unit that includes it
+        diags = list(dict.fromkeys(diags))
     for d in diags:
         if "not supported on the CPU" in d.message or "needs CUDA's headers" in d.message:
-            raise UnsupportedFeatureError(f"{d.message.strip(chr(34))} ({user_file}:{d.line})")
+            raise UnsupportedFeatureError(f"{d.message.strip(chr(34))} ({d.file}:{d.line})")
     if undefined and not diags:
         raise CompileError(f"link error: undefined reference to {', '.join(undefined[:5])}", [], log)
     if not diags:
         raise CompileError(f"compiling {user_file} failed:\n{log[-2000:]}", [], log)
-    lines = source.splitlines()
     first = diags[0]
+    lines = (sources or {}).get(first.file, source).splitlines()
     code = lines[first.line - 1].strip() if 0 < first.line <= len(lines) else ""
     more = f" (and {len(diags) - 1} more error(s))" if len(diags) > 1 else ""
     text = f"{first.file}:{first.line}:{first.column}: error: {first.message}{more}"
@@ -469,15 +509,394 @@ def build_executable(rt: BuiltRuntime, text: str, *, kind: str, user_file: str, 
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _compile_confined(cmd: list[str], cwd: Path, timeout: float, rt: BuiltRuntime, user_file: str) -> tuple[int, str]:
-    """Run the host compiler on untrusted source in the sandbox (see docs/sandbox.md)."""
+def _compile_confined(cmd: list[str], cwd: Path, timeout: float, rt: BuiltRuntime, user_file: str,
+                      extra_expose: Sequence[str] = ()) -> tuple[int, str]:
+    """Run the host compiler on untrusted source in the sandbox (see docs/sandbox.md);
+    ``extra_expose``: read-only folders it may also read (a project's system include dirs)."""
     from veriforge.sandbox import ToolTimeoutError, run_tool
 
     if not rt.shared:
         _make_lendable(rt)
-    expose = [str(rt.root)] + ([str(rt.cuda_include)] if rt.cuda_include else [])
+    expose = [str(rt.root)] + ([str(rt.cuda_include)] if rt.cuda_include else []) + list(extra_expose)
     try:
         code, log, _ = run_tool(cmd, cwd=cwd, timeout=timeout, expose=expose, memory_mb=None)
     except ToolTimeoutError as exc:
         raise CompileError(f"compiling {user_file} took longer than {timeout:.0f} s", [], "") from exc
     return code, log
+
+
+# ---- projects: several translation units, user headers rewritten in a staged tree -------------
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include(?:_next)?[ \t]*(?:"(?P<q>[^"\n]+)"|<(?P<a>[^>\n]+)>|(?P<m>[A-Za-z_]\w*))',
+                      re.M)
+_HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".cuh", ".inl", ".inc", ".ipp", ".tcc", ".tpp",
+                    ".cu", ".cpp", ".cc", ".cxx", ".c", ".def")
+MAX_PROJECT_FILES = 4000
+MAX_FILE_BYTES = 16 * 1024 * 1024
+TREE = "t"
+HOST_TREE = "h"
+
+
+@dataclass
+class ProjectFile:
+    """One user file of a project: a source (translation unit) or a header it includes."""
+
+    path: Path  # the original, absolute
+    display: str  # how diagnostics name it (relative to the project's root when inside it)
+    text: str
+    scanned: Any  # source.ScannedSource
+    includes: list[Path] = field(default_factory=list)  # the user files its #includes name
+    kind: str = "header"
+    """For a translation unit: ``"cuda"`` (a ``.cu``, or a C++ file with kernels or launches, as
+    ``nvcc -x cu`` would compile it), ``"c++"`` (a host-only C++ file: compiled by the host compiler
+    alone, as nvcc does - without CUDA's headers forced in and without rewrites) or ``"c"``."""
+
+    @property
+    def staged(self) -> str:
+        """Its path in the build folder's staged CUDA tree (rewritten files; the original's absolute
+        path under ``t/``)."""
+        return f"{TREE}{self.path}"
+
+    @property
+    def host_staged(self) -> str:
+        """Its path in the staged host tree (files as written, for host-only C/C++ units; ``h/``)."""
+        return f"{HOST_TREE}{self.path}"
+
+    def staged_as_unit(self) -> str:
+        return self.staged if self.kind == "cuda" else self.host_staged
+
+
+_CUDA_MARKS = re.compile(r"\b(?:__global__|__device__|__shared__|__constant__)\b|<\s*<\s*<")
+
+
+@dataclass
+class ProjectSources:
+    """A :class:`~veriforge.cuda.cpu.source.Project` read from disk: its sources and every user
+    header reachable through ``#include`` (quoted: next to the including file, then the include
+    dirs; angled: the include dirs), each with its text."""
+
+    project: Any  # source.Project
+    units: list[ProjectFile]
+    headers: list[ProjectFile]
+
+    @property
+    def files(self) -> list[ProjectFile]:
+        return [*self.units, *self.headers]
+
+    @property
+    def cuda_units(self) -> list[ProjectFile]:
+        return [u for u in self.units if u.kind == "cuda"]
+
+    def by_display(self) -> dict[str, str]:
+        return {f.display: f.text for f in self.files}
+
+    def include_flags(self, tree: str = TREE) -> list[str]:
+        flags: list[str] = []
+        for d in self.project.include_dirs:
+            flags.append(f"-I{tree}{d}")
+        for d in self.project.system_include_dirs:
+            flags += ["-isystem", str(d)]
+        return flags
+
+    def define_flags(self) -> list[str]:
+        return [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in self.project.defines.items()]
+
+    def expose(self) -> list[str]:
+        return [str(d) for d in self.project.system_include_dirs if d.is_dir()]
+
+    def closure(self, unit: ProjectFile) -> list[ProjectFile]:
+        """``unit`` and the user headers it may include (textually: also under ``#if 0``)."""
+        index = {f.path: f for f in self.files}
+        order, todo = [unit], list(unit.includes)
+        seen = {unit.path}
+        while todo:
+            p = todo.pop(0)
+            if p in seen or p not in index:
+                continue
+            seen.add(p)
+            order.append(index[p])
+            todo.extend(index[p].includes)
+        return order
+
+    def staged_texts(self) -> dict[str, str]:
+        """The staged trees: every file rewritten (launches, ``extern __shared__``, ``volatile``)
+        under ``t/`` for the CUDA units, and as written under ``h/`` for the host-only units, each
+        with a ``#line`` naming the original so diagnostics, ``__FILE__`` and asserts name the
+        user's file."""
+        from .source import rewrite
+
+        texts = {}
+        host = {f.path for u in self.units if u.kind != "cuda" for f in self.closure(u)}
+        cuda = {f.path for u in self.cuda_units for f in self.closure(u)}
+        for f in self.files:
+            head = f"#line 1 {line_name(f.display)}\n"
+            if f.path in cuda:
+                texts[f.staged] = f"{head}{rewrite(f.scanned)}\n"
+            if f.path in host:
+                texts[f.host_staged] = f"{head}{f.text}\n"
+        return texts
+
+    def check_supported(self, rt: BuiltRuntime) -> None:
+        """Refuse (UnsupportedFeatureError naming ``file:line``) a feature the runtime cannot
+        execute that the compiler would actually see: found textually first, then confirmed
+        by the preprocessor (``#if 0``, ``#ifdef __CUDA_ARCH__``) if anything was found."""
+        from .source import find_unsupported
+
+        found = [r for f in self.files for r in find_unsupported(f.scanned, f.display)]
+        if not found:
+            return
+        texts = {f.staged: f"#line 1 {line_name(f.display)}\n{preprocessable(f.text)}\n" for f in self.files}
+        flags = [*self.project.cxx_flags, *self.include_flags(), *self.define_flags()]
+        kept = active_lines(rt, texts, [u.staged for u in self.units], flags,
+                            self.expose())
+        if kept is None:
+            raise UnsupportedFeatureError(found[0].message())
+        for f in self.files:
+            refusals = find_unsupported(f.scanned, f.display, kept.get(f.display, set()))
+            if refusals:
+                raise UnsupportedFeatureError(refusals[0].message())
+
+
+def line_name(display: str) -> str:
+    """A file name as a ``#line`` directive's string literal."""
+    return '"' + display.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def preprocessable(text: str) -> str:
+    """``text`` with each ``#include`` of a refused header (``<mma.h>``, CUB…) replaced by a marker
+    line, so preprocessing needs none of them and still tells whether the line is active."""
+    from .source import unsupported_include_lines
+
+    marked = set(unsupported_include_lines(text))
+    if not marked:
+        return text
+    lines = text.split("\n")
+    return "\n".join(INCLUDE_MARKER if i in marked else line for i, line in enumerate(lines, 1))
+
+
+def check_source_supported(rt: BuiltRuntime, scanned: Any, filename: str, prelude: str = "") -> None:
+    """:meth:`ProjectSources.check_supported` for a single source string (``prelude``: its
+    ``#define`` lines)."""
+    from .source import find_unsupported
+
+    found = find_unsupported(scanned, filename)
+    if not found:
+        return
+    text = f"{prelude}#line 1 {line_name(filename)}\n{preprocessable(scanned.text)}\n"
+    kept = active_lines(rt, {"src.cpp": text}, ["src.cpp"])
+    if kept is None:
+        raise UnsupportedFeatureError(found[0].message())
+    refusals = find_unsupported(scanned, filename, kept.get(filename, set()))
+    if refusals:
+        raise UnsupportedFeatureError(refusals[0].message())
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def collect_project(project: Any) -> ProjectSources:
+    """Read a project's sources and the user headers they include (recursively). Only files under
+    the project's own areas - the sources' folders, its include dirs and its root - are read:
+    an ``#include "../../secret"`` elsewhere is left to the sandboxed compiler, which cannot see it."""
+    from .source import scan
+
+    root: Path = project.root
+    areas = [*(f.parent for f in project.files), *project.include_dirs, root]
+    areas = [os.path.realpath(a).rstrip("/") + "/" for a in dict.fromkeys(areas)]
+
+    def in_area(p: Path) -> bool:
+        real = os.path.realpath(p)  # a symlink inside the project to a file elsewhere does not count
+        return any(real.startswith(a) for a in areas)
+
+    def read(p: Path) -> str:
+        if p.stat().st_size > MAX_FILE_BYTES:
+            raise CompileError(f"{_display(p, root)} is larger than {MAX_FILE_BYTES // 2**20} MB", [], "")
+        try:
+            return p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            return p.read_text(encoding="latin-1")
+
+    seen: dict[Path, ProjectFile] = {}
+    units: list[ProjectFile] = []
+    headers: list[ProjectFile] = []
+    queue: list[Path] = []
+    for f in project.files:
+        pf = ProjectFile(f, _display(f, root), read(f), None)
+        pf.scanned = scan(pf.text)
+        if f.suffix == ".c":
+            pf.kind = "c"
+        elif f.suffix == ".cu" or _CUDA_MARKS.search(pf.scanned.masked):
+            pf.kind = "cuda"
+        else:
+            pf.kind = "c++"
+        seen[f] = pf
+        units.append(pf)
+        queue.append(f)
+
+    def add_header(p: Path) -> None:
+        if p in seen or not in_area(p) or not p.is_file():
+            return
+        if len(seen) >= MAX_PROJECT_FILES:
+            raise CompileError(f"the project includes more than {MAX_PROJECT_FILES} files", [], "")
+        pf = ProjectFile(p, _display(p, root), read(p), None)
+        pf.scanned = scan(pf.text)
+        seen[p] = pf
+        headers.append(pf)
+        queue.append(p)
+
+    while queue:
+        current = seen[queue.pop(0)]
+        for m in _INCLUDE.finditer(current.text):
+            if not current.scanned.masked[m.start() : m.end()].lstrip().startswith("#"):
+                continue  # in a comment
+            if m.group("m"):
+                # a computed include (#include HEADER): take every header of the folders it may name
+                for folder in [current.path.parent, *project.include_dirs]:
+                    for p in sorted(folder.rglob("*")):
+                        if p.suffix in _HEADER_SUFFIXES and p not in project.files:
+                            add_header(Path(os.path.normpath(p)))
+                continue
+            name = m.group("q") or m.group("a")
+            folders = ([current.path.parent] if m.group("q") else []) + list(project.include_dirs)
+            for folder in folders:
+                p = Path(os.path.normpath(folder / name))
+                if p.is_file():
+                    add_header(p)
+                    if p in seen and p not in current.includes:
+                        current.includes.append(p)
+                    break
+    return ProjectSources(project=project, units=units, headers=headers)
+
+
+def _write_tree(base: Path, texts: dict[str, str]) -> None:
+    for rel, text in texts.items():
+        target = base / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
+def build_project_executable(rt: BuiltRuntime, sources: ProjectSources, texts: dict[str, str], *, kind: str,
+                             timeout: float = 600.0) -> Path:
+    """Compile and link a project whose staged files are ``texts`` (staged path -> final text, the
+    translation units with their shims appended) into a cached executable: each unit its own
+    translation unit (CUDA units with the runtime's header forced in, host-only C/C++ units as
+    the host compiler alone would see them), linked together. The cache key covers every staged
+    file - sources and every user header they include - and the flags."""
+    project = sources.project
+    defines = sources.define_flags()
+    cuda = [*rt.flags, *project.cxx_flags, *sources.include_flags(TREE), *defines]
+    host = [*rt.flags, *project.cxx_flags, *sources.include_flags(HOST_TREE), *defines]
+    cflags = ["-O2", "-g1", "-fdiagnostics-plain-output", *project.c_flags, *sources.include_flags(HOST_TREE),
+              *defines]
+    if rt.sanitize:
+        cflags += ["-fsanitize=address", "-fno-omit-frame-pointer"]
+    links = project.link_flags
+    h = hashlib.sha256(f"{rt.key}|{rt.sanitize}|{kind}|project\n{cuda}\n{host}\n{cflags}\n{links}\n".encode())
+    h.update(repr([(u.staged_as_unit(), u.kind) for u in sources.units]).encode())
+    for rel in sorted(texts):
+        h.update(f"\0{rel}\0{len(texts[rel])}\0".encode())
+        h.update(texts[rel].encode())
+    key = h.hexdigest()[:24]
+    out_dir = cache_dir("cpu-bin", private=True) / rt.root.name if rt.shared else rt.root / "bin"
+    out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    exe = out_dir / f"{kind}-p{key}"
+    sign_parts = ("cpu-exe", rt.root.name, exe.name)
+    if exe.exists():
+        if integrity.verify_file(exe, *sign_parts):
+            return exe
+        _log.warning("cached executable %s has no valid signature; rebuilding it", exe)
+    displays = sources.by_display()
+
+    def unstaged(log: str) -> str:  # the compiler's log names the originals, not the staged copies
+        for f in sources.files:
+            log = log.replace(f.staged, str(f.path)).replace(f.host_staged, str(f.path))
+        return log.replace(f"-I{TREE}/", "-I/").replace(f"-I{HOST_TREE}/", "-I/")
+
+    def compile_step(cmd: list[str], unit: ProjectFile) -> None:
+        code, log = _compile_confined(cmd, tmp, timeout, rt, unit.display, sources.expose())
+        if code != 0:
+            _raise_for_build_failure(rt, unstaged(log), unit.display, unit.text, displays)
+
+    tmp = Path(tempfile.mkdtemp(prefix=f"vf-build-{kind}-"))
+    try:
+        _write_tree(tmp, texts)
+        objects: list[str] = []
+        for i, unit in enumerate(sources.units):
+            if unit.kind == "c":
+                compile_step([rt.compiler.path, *cflags, "-x", "c", "-c", unit.host_staged, "-o", f"u{i}.o"], unit)
+                objects.append(f"u{i}.o")
+            elif unit.kind == "c++":
+                compile_step([rt.compiler.path, *host, "-x", "c++", "-c", unit.host_staged, "-o", f"u{i}.o"], unit)
+                objects.append(f"u{i}.o")
+        cuda_units = sources.cuda_units
+        first = (cuda_units or sources.units)[0]
+        cmd = [rt.compiler.path, *cuda]
+        if cuda_units:
+            cmd += ["-x", "c++", "-include", str(rt.root / "vf_cuda.h"), *(u.staged for u in cuda_units), "-x", "none"]
+        cmd += [*objects, *rt.objects(kind), "-o", "a.out", "-ldl", *links]
+        compile_step(cmd, first)
+        built = tmp / "a.out"
+        if built.is_symlink() or not built.is_file():
+            raise CompileError(f"compiling {first.display} produced no executable", [], "")
+        staged = out_dir / f".{exe.name}.{uuid.uuid4().hex[:8]}"
+        shutil.copyfile(built, staged)
+        os.chmod(staged, 0o755)
+        integrity.sign_file(staged, *sign_parts)
+        os.replace(integrity.signature_path(staged), integrity.signature_path(exe))
+        os.replace(staged, exe)
+        return exe
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---- which lines the preprocessor keeps (#if 0, #ifdef __CUDA_ARCH__, unused branches) ---------
+
+_MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"')
+INCLUDE_MARKER = "vf_unsupported_include_marker_;"
+
+
+def _kept_lines(output: str) -> dict[str, set[int]]:
+    """From ``g++ -E -fdirectives-only`` output: file name -> the line numbers it kept."""
+    kept: dict[str, set[int]] = {}
+    current, line = "", 0
+    for raw in output.split("\n"):
+        m = _MARKER.match(raw)
+        if m:
+            current, line = m.group(2).replace('\\"', '"').replace("\\\\", "\\"), int(m.group(1))
+            continue
+        if raw.strip():
+            kept.setdefault(current, set()).add(line)
+        line += 1
+    return kept
+
+
+def active_lines(rt: BuiltRuntime, texts: dict[str, str], units: Sequence[str], flags: Sequence[str] = (),
+                 expose: Sequence[str] = (), timeout: float = 120.0) -> dict[str, set[int]] | None:
+    """Run the preprocessor (``-E -fdirectives-only``: conditionals evaluated, macros in the text
+    left alone) over each translation unit of ``texts`` (staged path -> text, with ``#line``
+    naming the user's files) and return, per user file name, the lines it kept; None if the
+    preprocessor failed (the caller then keeps its textual answer)."""
+    tmp = Path(tempfile.mkdtemp(prefix="vf-pp-"))
+    kept: dict[str, set[int]] = {}
+    try:
+        _write_tree(tmp, texts)
+        for i, unit in enumerate(units):
+            lang = "c" if unit.endswith(".c") else "c++"
+            extra = ["-include", str(rt.root / "vf_cuda.h")] if lang == "c++" else []
+            cmd = [rt.compiler.path, *rt.flags, *flags, "-x", lang, *extra, "-E", "-fdirectives-only",
+                   unit, "-o", f"pp{i}.i"]
+            code, _log = _compile_confined(cmd, tmp, timeout, rt, unit, expose)
+            out = tmp / f"pp{i}.i"
+            if code != 0 or out.is_symlink() or not out.is_file():
+                return None
+            for name, lines in _kept_lines(out.read_text(errors="replace")).items():
+                kept.setdefault(name, set()).update(lines)
+        return kept
+    except CompileError:
+        return None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

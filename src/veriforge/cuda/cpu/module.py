@@ -21,9 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from .build import SHIM_FILE, BuiltRuntime, build_executable, runtime
+from .build import (
+    SHIM_FILE,
+    BuiltRuntime,
+    ProjectSources,
+    build_executable,
+    build_project_executable,
+    check_source_supported,
+    collect_project,
+    runtime,
+)
 from .errors import CompileError, KernelFault, KernelTimeoutError, LaunchError
-from .source import ScannedSource, args_launch_shims, check_supported, normalize_kernel_name, rewrite, scan
+from .source import Project, ScannedSource, args_launch_shims, normalize_kernel_name, rewrite, scan
 from .worker import KernelServer, ServerCrashed, ServerTimeout
 
 __all__ = ["CallResult", "FunctionInfo", "KernelInfo", "LaunchResult", "Module", "Param", "RaceDifference",
@@ -185,19 +194,34 @@ def _half_bits(x: float, bf16: bool) -> bytes:
 class Module:
     """A CUDA translation unit compiled for the CPU runtime. Create with :func:`compile`."""
 
-    def __init__(self, source: str, *, defines: Mapping[str, Any] | None = None, sanitize: bool = False,
+    def __init__(self, source: str | Project, *, defines: Mapping[str, Any] | None = None, sanitize: bool = False,
                  filename: str = "kernel.cu", timeout: float = 60.0) -> None:
         if not re.fullmatch(r"[\w.+-]+", filename):
             raise ValueError(f"filename must be a plain file name, got {filename!r}")
-        self.source = source
-        self.filename = filename
         self.sanitize = sanitize
         self.timeout = timeout
-        self.defines = dict(defines or {})
-        self._scanned: ScannedSource = scan(source)
-        check_supported(self._scanned, filename)
-        self._rewritten = rewrite(self._scanned)
         self._rt: BuiltRuntime = runtime(sanitize)
+        self.project: Project | None = source if isinstance(source, Project) else None
+        self._sources: ProjectSources | None = None
+        if self.project is not None:
+            if defines:
+                raise ValueError("give a Project's macros as Project.defines, not defines=")
+            self._sources = collect_project(self.project)
+            self._sources.check_supported(self._rt)
+            self.source = self._sources.units[0].text
+            self.filename = self._sources.units[0].display
+            self.defines = dict(self.project.defines)
+            self._scanned: ScannedSource = self._merged_scan(self._sources)
+            self._rewritten = ""
+        else:
+            self.source = source
+            self.filename = filename
+            self.defines = dict(defines or {})
+            self._scanned = scan(source)
+            prelude = "".join(f"#define {n}" + ("" if v is None else f" {_define_value(v)}") + "\n"
+                              for n, v in self.defines.items() if re.fullmatch(r"[A-Za-z_]\w*", n))
+            check_source_supported(self._rt, self._scanned, filename, prelude)
+            self._rewritten = rewrite(self._scanned)
         self._instantiations: dict[str, str] = {}  # registered name -> C++ function expression
         self._aliases: dict[str, str] = {}
         self._max_shared: dict[str, int] = {}
@@ -234,8 +258,70 @@ class Module:
         return "\n".join(parts) + "\n"
 
     def _build(self, instantiations: Mapping[str, str]) -> Path:
+        if self._sources is not None:
+            return build_project_executable(self._rt, self._sources, self._project_texts(instantiations),
+                                            kind="module")
         return build_executable(self._rt, self._text(instantiations), kind="module", user_file=self.filename,
                                 user_source=self.source)
+
+    @staticmethod
+    def _merged_scan(sources: ProjectSources) -> ScannedSource:
+        """What the module offers, over all files of a project: kernels, host functions, main."""
+        merged = ScannedSource(text="", masked="")
+        counts: dict[str, int] = {}
+        cuda = {f.path for u in sources.cuda_units for f in sources.closure(u)}
+        for f in sources.files:
+            if f.path not in cuda:
+                continue
+            for k in f.scanned.kernels:
+                if k.name not in {m.name for m in merged.kernels}:
+                    merged.kernels.append(k)
+                counts[k.name] = counts.get(k.name, 0) + 1
+            merged.overloaded |= f.scanned.overloaded
+            merged.has_main = merged.has_main or f.scanned.has_main
+            names = {h.name for h in merged.host_functions}
+            merged.host_functions += [h for h in f.scanned.host_functions if h.name not in names]
+        return merged
+
+    def _project_texts(self, instantiations: Mapping[str, str]) -> dict[str, str]:
+        """Each translation unit of the project with the registrations of the kernels and host
+        functions it (or a user header it includes) defines; each kernel registered once."""
+        assert self._sources is not None
+        sources = self._sources
+        texts = sources.staged_texts()
+        done_kernels: set[str] = set()
+        done_functions: set[str] = set()
+        pending = dict(instantiations)
+        n = 0
+        for unit in sources.units:
+            if unit.scanned.has_main and unit.kind != "c":
+                where = unit.staged_as_unit()
+                texts[where] = "#define main vf_user_main_unused_\n" + texts[where] + "#undef main\n"
+        for unit in sources.cuda_units:
+            closure = sources.closure(unit)
+            lines = [f'#line 1 "{SHIM_FILE}"']
+            templates = {k.name for f in closure for k in f.scanned.template_kernels}
+            for f in closure:
+                for k in f.scanned.plain_kernels:
+                    if k.name not in done_kernels:
+                        done_kernels.add(k.name)
+                        lines.append(f'static ::vf::KernelRegistrar vf_launch_shim_{n}("{k.name}", &{k.name});')
+                        n += 1
+                for h in f.scanned.host_functions:
+                    if h.name not in done_functions:
+                        done_functions.add(h.name)
+                        lines.append(f'static ::vf::FunctionRegistrar vf_call_shim_{n}("{h.name}", &{h.expr});')
+                        n += 1
+            for name, expr in list(pending.items()):
+                if expr.split("<")[0] in templates:
+                    lines.append(f'static ::vf::KernelRegistrar vf_launch_shim_{n}("{name}", &{expr});')
+                    n += 1
+                    del pending[name]
+            lines.extend(args_launch_shims(unit.scanned))
+            texts[unit.staged] += "\n".join(lines) + "\n"
+        if pending:
+            raise CompileError(f"no translation unit defines the template kernel(s) {', '.join(pending)}", [], "")
+        return texts
 
     # ---- the server ---------------------------------------------------------------------------
     @staticmethod
@@ -696,9 +782,14 @@ def _crash_message(name: str, exc: ServerCrashed, filename: str, sanitize: bool,
     return f"{what} '{name}' crashed{hint}: {report[-3000:] or 'no output'}"
 
 
-def compile(source: str, *, defines: Mapping[str, Any] | None = None, sanitize: bool = False,
+def compile(source: str | Project, *, defines: Mapping[str, Any] | None = None, sanitize: bool = False,
             filename: str = "kernel.cu", timeout: float = 60.0) -> Module:
     """Compile CUDA C++ for the CPU runtime. Raises CompileError / UnsupportedFeatureError.
+
+    ``source`` is one translation unit's text, or a :class:`~veriforge.cuda.cpu.Project` (several
+    files linked together, include dirs, macros in ``Project.defines``): then the kernels and
+    ``extern "C"`` functions of every CUDA unit and of the user headers they include can be
+    launched / called by name.
 
     ``defines`` become ``#define`` lines ahead of the source (``None`` = defined without value);
     ``sanitize=True`` builds with AddressSanitizer (out-of-bounds accesses are reported with the

@@ -18,10 +18,52 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .build import SHIM_FILE, build_executable, runtime
-from .source import args_launch_shims, check_supported, rewrite, scan
+from .build import (
+    SHIM_FILE,
+    build_executable,
+    build_project_executable,
+    check_source_supported,
+    collect_project,
+    runtime,
+)
+from .source import Project, args_launch_shims, rewrite, scan
 
-__all__ = ["ProgramResult", "build_program", "run_program"]
+__all__ = ["DEFAULT_TIMEOUT", "ProgramResult", "build_program", "default_timeout", "run_program"]
+
+DEFAULT_TIMEOUT = 60.0
+FLUSH_ENV = "VF_FLUSH_AFTER_MS"
+FLUSH_MARGIN_S = 0.5
+# Appended to every program: when the run has a time limit, a helper thread starts flushing stdio
+# shortly before it (every 10 ms), so the output of a program killed for time is not lost in
+# stdio's buffer (the sandbox's kill is a SIGKILL, which no handler can catch).
+FLUSH_SHIM = f"""#line 1 "{SHIM_FILE}"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+namespace {{
+void* vf_flush_before_deadline_(void* arg) {{
+    long ms = (long)(size_t)arg;
+    struct timespec t = {{ms / 1000, (ms % 1000) * 1000000L}};
+    while (nanosleep(&t, &t) != 0) {{}}
+    for (;;) {{
+        fflush(stdout);
+        fflush(stderr);
+        struct timespec tick = {{0, 10000000L}};
+        nanosleep(&tick, nullptr);
+    }}
+    return nullptr;
+}}
+[[maybe_unused]] const bool vf_flush_started_ = [] {{
+    const char* at = getenv("{FLUSH_ENV}");
+    if (at == nullptr) return false;
+    pthread_t thread;
+    if (pthread_create(&thread, nullptr, vf_flush_before_deadline_, (void*)(size_t)atol(at)) == 0)
+        pthread_detach(thread);
+    return true;
+}}();
+}}
+"""
 
 MAX_OUTPUT = 16 * 1024 * 1024
 MEMORY_MB = 16384
@@ -45,35 +87,72 @@ class ProgramResult:
         return self.returncode == 0 and not self.timed_out
 
 
-def _program_text(source: str, defines: Mapping[str, Any] | None, filename: str) -> str:
+def _program_text(source: str, defines: Mapping[str, Any] | None, filename: str, rt: Any = None) -> str:
     scanned = scan(source)
-    check_supported(scanned, filename)
     parts = []
     for name, value in (defines or {}).items():
         if not re.fullmatch(r"[A-Za-z_]\w*", name):
             raise ValueError(f"invalid macro name {name!r}")
         text = "" if value is None else f" {int(value) if isinstance(value, bool) else value}"
         parts.append(f"#define {name}{text}")
+    check_source_supported(rt if rt is not None else runtime(False), scanned, filename,
+                           "".join(p + "\n" for p in parts))
     parts.append(f'#line 1 "{filename}"')
     parts.append(rewrite(scanned))
     shims = args_launch_shims(scanned)
     if shims:
         parts.append(f'#line 1 "{SHIM_FILE}"')
         parts.extend(shims)
+    parts.append(FLUSH_SHIM)
     return "\n".join(parts) + "\n"
 
 
-def build_program(source: str, *, defines: Mapping[str, Any] | None = None, sanitize: bool = False,
+def _project_texts(project: Project, rt: Any) -> tuple[Any, dict[str, str]]:
+    sources = collect_project(project)
+    sources.check_supported(rt)
+    texts = sources.staged_texts()
+    cxx_units = [u for u in sources.units if u.kind != "c"]
+    if not cxx_units:
+        raise ValueError("a CUDA project needs at least one C++/CUDA source (.cu, .cpp)")
+    main_unit = next((u for u in cxx_units if u.scanned.has_main), cxx_units[0])
+    for unit in cxx_units:
+        shims = args_launch_shims(unit.scanned) if unit.kind == "cuda" else []
+        extra = ([f'#line 1 "{SHIM_FILE}"', *shims] if shims else []) + ([FLUSH_SHIM] if unit is main_unit else [])
+        if extra:
+            texts[unit.staged_as_unit()] += "\n".join(extra) + "\n"
+    return sources, texts
+
+
+def build_program(source: str | Project, *, defines: Mapping[str, Any] | None = None, sanitize: bool = False,
                   filename: str = "program.cu") -> Path:
     """Compile a whole CUDA program into a cached executable; returns its path.
 
-    Raises CompileError (with the user's lines) or UnsupportedFeatureError.
+    ``source`` is the program's text, or a :class:`~veriforge.cuda.cpu.Project` (several files,
+    include directories, macros: then ``defines``/``filename`` must not be given - they belong to
+    the project). Raises CompileError (with the user's file:line) or UnsupportedFeatureError.
     """
+    rt = runtime(sanitize)
+    if isinstance(source, Project):
+        if defines:
+            raise ValueError("give a Project's macros as Project.defines, not defines=")
+        sources, texts = _project_texts(source, rt)
+        return build_project_executable(rt, sources, texts, kind="program")
     if not re.fullmatch(r"[\w.+-]+", filename):
         raise ValueError(f"filename must be a plain file name, got {filename!r}")
-    rt = runtime(sanitize)
-    return build_executable(rt, _program_text(source, defines, filename), kind="program", user_file=filename,
+    return build_executable(rt, _program_text(source, defines, filename, rt), kind="program", user_file=filename,
                             user_source=source)
+
+
+def default_timeout() -> float:
+    """The default time limit of a program: ``[cuda] program_timeout_s`` of the settings if that
+    setting exists, else 60 s."""
+    try:
+        from veriforge.core.config import load_settings
+
+        value = getattr(load_settings().cuda, "program_timeout_s", None)
+    except Exception:  # a broken config file must not break running a program
+        value = None
+    return float(value) if value else DEFAULT_TIMEOUT
 
 
 def _program_policy(timeout: float, sanitize: bool, exe: Path) -> Any:
@@ -87,8 +166,10 @@ def _program_policy(timeout: float, sanitize: bool, exe: Path) -> Any:
     return Policy(limits=limits, expose=(str(exe),))
 
 
-def _program_env(sanitize: bool) -> dict[str, str]:
+def _program_env(sanitize: bool, timeout: float | None = None) -> dict[str, str]:
     env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
+    if timeout is not None:
+        env[FLUSH_ENV] = str(max(0, int((timeout - FLUSH_MARGIN_S) * 1000)))
     if sanitize:
         env["ASAN_OPTIONS"] = "detect_leaks=0:halt_on_error=1:abort_on_error=0:symbolize=1"
     return env
@@ -101,10 +182,14 @@ def _text(data: bytes, truncated: bool) -> str:
     return text
 
 
-def run_program(source: str, argv: Sequence[str] = (), stdin: bytes | str = b"", timeout: float = 60.0, *,
-                defines: Mapping[str, Any] | None = None, sanitize: bool = False, filename: str = "program.cu",
-                cwd: str | os.PathLike[str] | None = None) -> ProgramResult:
+def run_program(source: str | Project, argv: Sequence[str] = (), stdin: bytes | str = b"",
+                timeout: float | None = None, *, defines: Mapping[str, Any] | None = None, sanitize: bool = False,
+                filename: str = "program.cu", cwd: str | os.PathLike[str] | None = None) -> ProgramResult:
     """Compile and run a CUDA program with ``main()`` on the CPU; returns its exit status and output.
+
+    ``source``: the program's text or a :class:`~veriforge.cuda.cpu.Project`. ``timeout`` (wall
+    clock, seconds) defaults to the project's ``timeout``, else :func:`default_timeout` (60 s). A
+    program killed for time keeps the output it printed before (``timed_out=True``).
 
     Compilation problems raise CompileError / UnsupportedFeatureError; everything that happens
     at run time (non-zero exit, crash, kernel fault, timeout) is reported in the result.
@@ -116,9 +201,11 @@ def run_program(source: str, argv: Sequence[str] = (), stdin: bytes | str = b"",
     from veriforge.sandbox import run as sandbox_run
 
     exe = build_program(source, defines=defines, sanitize=sanitize, filename=filename)
+    if timeout is None:
+        timeout = source.timeout if isinstance(source, Project) and source.timeout else default_timeout()
     data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
     where = None if cwd is None else Path(cwd)
-    res = sandbox_run([str(exe), *map(str, argv)], cwd=where, stdin=data, env=_program_env(sanitize),
+    res = sandbox_run([str(exe), *map(str, argv)], cwd=where, stdin=data, env=_program_env(sanitize, timeout),
                       policy=_program_policy(timeout, sanitize, exe))
     timed_out = res.status == "timeout"
     code = -res.signal if res.signal is not None else (res.exit_code if res.exit_code is not None else -9)

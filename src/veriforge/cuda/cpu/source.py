@@ -12,17 +12,24 @@ triggers anything.
 from __future__ import annotations
 
 import bisect
+import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from veriforge.errors import UnsupportedFeatureError
 
 __all__ = [
     "HostFunctionDecl",
     "KernelDecl",
+    "Project",
+    "Refusal",
     "ScannedSource",
     "args_launch_shims",
     "check_supported",
+    "find_unsupported",
     "mask_source",
     "normalize_kernel_name",
     "rewrite",
@@ -326,17 +333,16 @@ def _extern_c_functions(text: str, masked: str, scopes: _Scopes) -> list[HostFun
                 found.setdefault(name, HostFunctionDecl(name, qual, line_of(masked, name_pos)))
             else:
                 declared.setdefault(name, qual)
-    for name, qual in declared.items():
-        if name in found:
-            continue
-        for d in re.finditer(r"\b" + re.escape(name) + r"\s*\(", masked):
-            if scopes.in_function(d.start()):
+    pending = {name: qual for name, qual in declared.items() if name not in found}
+    if pending:  # one pass over every call-like name (headers declare thousands: GLEW)
+        for d in re.finditer(r"\b([A-Za-z_]\w*)\s*\(", masked):
+            name = d.group(1)
+            if name not in pending or name in found or scopes.in_function(d.start()):
                 continue
             close = _match_paren(masked, d.end() - 1)
             after = masked[close + 1 : close + 200].lstrip() if close > 0 else ""
             if re.match(r"(?:const\s*)?(?:noexcept\s*)?\{", after):
-                found[name] = HostFunctionDecl(name, qual, line_of(masked, d.start()))
-                break
+                found[name] = HostFunctionDecl(name, pending[name], line_of(masked, d.start()))
     return sorted(found.values(), key=lambda f: f.line)
 
 
@@ -368,17 +374,85 @@ _INCLUDE_FEATURES = {
 }
 
 
-def check_supported(scanned: ScannedSource, filename: str) -> None:
-    """Raise UnsupportedFeatureError naming the first feature the CPU runtime cannot execute."""
-    masked, text = scanned.masked, scanned.text
+@dataclass(frozen=True)
+class Refusal:
+    """One use of a feature the CPU runtime cannot execute: where, what, and the line's code."""
+
+    file: str
+    line: int
+    feature: str
+    code: str
+
+    def message(self) -> str:
+        return f"{self.feature} is not supported by the CPU runtime ({self.file}:{self.line}: {self.code[:120]})"
+
+
+_PTX_TEXT = re.compile(r"\b[a-z]+(?:\.[a-z0-9]+)*\.(?:[usbf](?:8|16|32|64)|pred|b128|f16x2|bf16x2|e4m3|e5m2)\b|"
+                       r"%%(?:tid|laneid|warpid|smid|clock|globaltimer|lanemask)|\bmembar\.|\bbar\.sync\b|"
+                       r"\.reg\b|\bld\.global\b|\bcp\.async\b")
+
+
+def _blank_inactive(masked: str, active_lines: set[int] | frozenset[int]) -> str:
+    """``masked`` with every line the preprocessor dropped (``#if 0``, the other branch of an
+    ``#ifdef``) blanked, newlines kept."""
+    lines = masked.split("\n")
+    return "\n".join(line if i in active_lines else " " * len(line) for i, line in enumerate(lines, 1))
+
+
+def _enclosing_heads(masked: str, pos: int) -> list[str]:
+    """The text before each ``{`` that encloses ``pos`` (innermost last): a function's declarator
+    with its qualifiers, ``struct S``, ``namespace n``, a lambda's ``[&](int i)``."""
+    stack: list[int] = []
+    for m in re.finditer(r"[{}]", masked[:pos]):
+        if m.group() == "{":
+            stack.append(m.start())
+        elif stack:
+            stack.pop()
+    heads = []
+    for brace in stack:
+        start = max(masked.rfind(";", 0, brace), masked.rfind("}", 0, brace), masked.rfind("{", 0, brace))
+        heads.append(masked[start + 1 : brace])
+    return heads
+
+
+def _asm_side(masked: str, text: str, pos: int) -> str:
+    """Where an ``asm`` statement at ``pos`` is compiled: ``"device"`` (inside a ``__global__`` or
+    ``__device__``-only function, a lambda in one, or with a PTX template), ``"both"`` (a
+    ``__host__ __device__`` function: its host side is what g++ compiles) or ``"host"``."""
+    paren = masked.find("(", pos)
+    close = _match_paren(masked, paren) if paren >= 0 else -1
+    template = text[paren:close + 1] if close > paren else ""
+    if _PTX_TEXT.search(template):
+        return "device"
+    side = "host"
+    for head in _enclosing_heads(masked, pos):
+        if re.search(r"\b__global__\b", head):
+            return "device"
+        if re.search(r"\b__device__\b", head):
+            side = "both" if re.search(r"\b__host__\b", head) else "device"
+    return side
+
+
+def find_unsupported(scanned: ScannedSource, filename: str,
+                     active_lines: set[int] | frozenset[int] | None = None) -> list[Refusal]:
+    """Every use of a feature the CPU runtime cannot execute, in source order.
+
+    ``active_lines`` (from :func:`veriforge.cuda.cpu.build.active_lines`: the lines the
+    preprocessor kept) drops what ``#if 0`` / ``#ifdef __CUDA_ARCH__`` / an unused branch hides.
+    Inline assembly counts only on the device side: in a ``__global__``/``__device__`` function or
+    with a PTX template; host-side x86 ``asm`` (``rdtsc``, compiler barriers) compiles as usual.
+    """
+    text = scanned.text
+    masked = scanned.masked if active_lines is None else _blank_inactive(scanned.masked, active_lines)
     hits: list[tuple[int, str]] = []
-    for pattern, feature in _UNSUPPORTED:
-        m = pattern.search(masked)
-        if m:
+    for index, (pattern, feature) in enumerate(_UNSUPPORTED):
+        for m in pattern.finditer(masked):
+            if index == 0 and _asm_side(masked, text, m.start()) != "device":
+                continue
             hits.append((m.start(), feature))
+            break
     # grid-wide sync: this_grid() is fine for thread_rank(), its sync() is not
     if re.search(r"\bthis_grid\b", masked):
-        m = re.search(r"\bgrid_group\b[^;]*;|\bthis_grid\s*\(\s*\)\s*\.\s*sync\b", masked)
         gm = re.search(r"\b(\w+)\s*=\s*(?:\w+::)*this_grid\s*\(\s*\)", masked)
         sync_m = re.search(r"\bthis_grid\s*\(\s*\)\s*\.\s*sync\s*\(", masked)
         if gm and not sync_m:
@@ -386,7 +460,6 @@ def check_supported(scanned: ScannedSource, filename: str) -> None:
                                + re.escape(gm.group(1)) + r"\s*\)", masked)
         if sync_m:
             hits.append((sync_m.start(), "cooperative grid-wide synchronisation (this_grid().sync())"))
-        del m
     for m in _UNSUPPORTED_INCLUDES.finditer(text):
         if masked[m.start() : m.end()].strip().startswith("#"):
             inc = m.group(1)
@@ -396,14 +469,31 @@ def check_supported(scanned: ScannedSource, filename: str) -> None:
                 feature = (f"the {lib.upper() if lib in ('cub', 'cute') else lib.capitalize()} library (<{inc}>)"
                            if "/" in inc else f"<{inc}> (asynchronous copies / hardware barriers)")
             hits.append((m.start(), feature))
-    if not hits:
-        return
-    pos, feature = min(hits)
-    line = line_of(text, pos)
-    code = text.splitlines()[line - 1].strip() if text.splitlines() else ""
-    raise UnsupportedFeatureError(
-        f"{feature} is not supported by the CPU runtime ({filename}:{line}: {code[:120]})"
-    )
+    lines = text.splitlines()
+    out = []
+    for pos, feature in sorted(hits):
+        line = line_of(text, pos)
+        code = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        out.append(Refusal(filename, line, feature, code))
+    return out
+
+
+def check_supported(scanned: ScannedSource, filename: str,
+                    active_lines: set[int] | frozenset[int] | None = None) -> None:
+    """Raise UnsupportedFeatureError naming the first feature the CPU runtime cannot execute
+    (with ``file:line``); see :func:`find_unsupported`."""
+    found = find_unsupported(scanned, filename, active_lines)
+    if found:
+        raise UnsupportedFeatureError(found[0].message())
+
+
+def unsupported_include_lines(text: str) -> list[int]:
+    """Lines with an ``#include`` of a header the runtime refuses (``<mma.h>``, CUB, ...): replaced
+    by a plain marker before preprocessing, so the preprocessor says whether they are active
+    without needing the header."""
+    masked = mask_source(text)
+    return [line_of(text, m.start()) for m in _UNSUPPORTED_INCLUDES.finditer(text)
+            if masked[m.start() : m.end()].strip().startswith("#")]
 
 
 # ---- rewriting --------------------------------------------------------------------------------
@@ -588,19 +678,28 @@ def _callee_start(masked: str, end: int) -> int:
     return i
 
 
+_LAUNCH_OPEN = re.compile(r"(?<!<)<\s*<\s*<(?!<)")
+_LAUNCH_CLOSE = re.compile(r">\s*>\s*>")
+
+
 def _rewrite_launches(text: str, masked: str, edits: list[tuple[int, int, str]]) -> None:
+    """``k<<<g, b>>>(args)``, also spelled with spaces or newlines between the angle brackets
+    (``k << < g, b >> > (args)``; nvcc accepts any spacing)."""
     pos = 0
     while True:
-        start = masked.find("<<<", pos)
-        if start < 0:
+        mo = _LAUNCH_OPEN.search(masked, pos)
+        if mo is None:
             return
-        depth, k = 0, start + 3
-        end = -1
+        start, open_end = mo.start(), mo.end()
+        depth, k = 0, open_end
+        end = end_close = -1
         while k < len(masked):
-            if masked.startswith(">>>", k) and depth == 0:
-                end = k
-                break
             ch = masked[k]
+            if ch == ">" and depth == 0:
+                mc = _LAUNCH_CLOSE.match(masked, k)
+                if mc:
+                    end, end_close = k, mc.end()
+                    break
             if ch in "([{":
                 depth += 1
             elif ch in ")]}":
@@ -609,20 +708,20 @@ def _rewrite_launches(text: str, masked: str, edits: list[tuple[int, int, str]])
                 break
             k += 1
         if end < 0:
-            pos = start + 3
+            pos = open_end
             continue
         callee_start = _callee_start(masked, start)
         callee = text[callee_start:start].strip()
         if not callee:
-            pos = end + 3
+            pos = end_close
             continue
-        config = text[start + 3 : end]
+        config = text[open_end:end]
         label = " ".join(callee.split()).replace("\\", "\\\\").replace('"', '\\"')
         new = (f'::vf::make_launch(::vf::LaunchConfig({config}), "{label}", '
                f"[&](auto&&... vf_args_) {{ {' '.join(callee.split())}(vf_args_...); }})")
-        original = text[callee_start : end + 3]
-        edits.append((callee_start, end + 3, new + "\n" * (original.count("\n") - config.count("\n"))))
-        pos = end + 3
+        original = text[callee_start:end_close]
+        edits.append((callee_start, end_close, new + "\n" * (original.count("\n") - config.count("\n"))))
+        pos = end_close
 
 
 def rewrite(scanned: ScannedSource) -> str:
@@ -662,3 +761,285 @@ def normalize_kernel_name(name: str) -> str:
     """Canonical spelling of a kernel name: ``reduce< 256 >`` and ``reduce<256>`` are the same."""
     name = " ".join(name.split())
     return re.sub(r"\s*([<>,*&()\[\]:])\s*", r"\1", name)
+
+
+# ---- projects: several files, include directories, macros -------------------------------------
+
+SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c++", ".C", ".c")
+_SAFE_FLAG = re.compile(
+    r"-O[0-3sgz]?|-Ofast|-g[0-3]?|-ggdb|-W(?![lap],)[\w=+-]*|-w|-pedantic(?:-errors)?|-pthread|-fopenmp|"
+    r"-f(?:no-)?(?:fast-math|finite-math-only|strict-aliasing|exceptions|rtti|unroll-loops|openmp-simd|"
+    r"permissive|signed-char|unsigned-char|math-errno|trapping-math|tree-vectorize|inline|PIC|pic|"
+    r"ms-extensions|gnu-keywords|char8_t|diagnostics-color(?:=\w+)?)|"
+    r"-march=[\w.-]+|-mtune=[\w.-]+|-m(?:no-)?(?:avx\w*|sse\w*|fma|f16c|bmi2?|popcnt|lzcnt)|-l[\w+.-]+"
+)
+_STD = re.compile(r"--?std=(?P<std>(?:c|gnu)(?:\+\+)?(?P<ver>\w+))")
+_NVCC_ONLY = re.compile(
+    r"-arch(?:=.*)?|--gpu-architecture(?:=.*)?|-gencode(?:=.*)?|--generate-code(?:=.*)?|-code(?:=.*)?|"
+    r"--use_fast_math|-use_fast_math|-lineinfo|--generate-line-info|-G|--device-debug|-rdc(?:=.*)?|"
+    r"--relocatable-device-code(?:=.*)?|-dc|-dlink|--expt-relaxed-constexpr|--expt-extended-lambda|"
+    r"--extended-lambda|-ccbin(?:=.*)?|--compiler-bindir(?:=.*)?|-Xptxas(?:=.*)?|-Xnvlink(?:=.*)?|"
+    r"--ptxas-options(?:=.*)?|-maxrregcount(?:=.*)?|--maxrregcount(?:=.*)?|-m64|--machine(?:=.*)?|"
+    r"-cudart(?:=.*)?|--cudart(?:=.*)?|-t\d+|--threads(?:=.*)?|-diag-suppress(?:=.*)?|--diag-suppress(?:=.*)?|"
+    r"--forward-unknown-to-host-compiler|--options-file(?:=.*)?|-res-usage|--resource-usage|-Xcudafe(?:=.*)?|"
+    r"--keep|-keep|--default-stream(?:=.*)?|-default-stream(?:=.*)?|--display-error-number|-cuda|"
+    r"--source-in-ptx|-src-in-ptx|--restrict|-restrict|--Werror(?:=.*)?|-Werror=all-warnings"
+)
+_NVCC_TAKES_VALUE = {"-arch", "-gencode", "--generate-code", "-code", "-ccbin", "--compiler-bindir", "-Xptxas",
+                     "-Xnvlink", "-maxrregcount", "-cudart", "--cudart", "--default-stream", "-default-stream",
+                     "-Xcudafe", "--options-file", "--gpu-architecture", "-diag-suppress", "--diag-suppress",
+                     "--machine", "--threads", "-t", "-rdc"}
+_SYSTEM_PREFIXES = ("/usr/include", "/usr/lib", "/usr/local/include", "/usr/local/cuda", "/opt/cuda", "/opt/nvidia")
+
+
+def is_system_dir(path: Path) -> bool:
+    """Directories whose headers are the system's or CUDA's (never staged, never rewritten)."""
+    text = str(path)
+    return (any(text == p or text.startswith(p + "/") or text.startswith(p + "-") for p in _SYSTEM_PREFIXES)
+            or "site-packages/nvidia" in text or (path / "cuda_runtime_api.h").is_file())
+
+
+def _std_year(ver: str) -> int:
+    aliases = {"2a": 20, "2b": 23, "2c": 26, "1z": 17, "1y": 14, "0x": 11}
+    ver = aliases.get(ver, ver)
+    try:
+        year = int(ver)
+    except (TypeError, ValueError):
+        return 0
+    return year + (100 if year < 50 and year not in (89, 90, 99) else 0) if year < 98 else year
+
+
+@dataclass
+class Project:
+    """Several CUDA/C++ sources compiled as separate translation units and linked together, with
+    include directories and macros - what ``nvcc a.cu b.cpp -Idir -DX=1`` would build.
+
+    ``files``: the ``.cu``/``.cpp``/``.c`` sources (relative paths are taken from ``root``, default:
+    the current directory). ``include_dirs`` are searched for ``#include`` like ``-I`` (the project's
+    own headers there and next to the sources are rewritten like the sources; system and CUDA
+    directories are used as they are). ``defines``: ``-D`` macros (``None`` = no value).
+    ``flags``: extra host-compiler flags that are safe to pass (``-std=``, ``-O``, ``-g``, ``-W…``,
+    ``-ffast-math``, ``-march=``, ``-l…``; anything else is a ``ValueError``). ``timeout``: the
+    default wall-clock limit of :func:`~veriforge.cuda.cpu.run_program` for this project.
+    ``notes`` says what :meth:`from_compile_commands` ignored.
+    """
+
+    files: list[Path]
+    include_dirs: list[Path] = field(default_factory=list)
+    defines: dict[str, str | None] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    root: Path | None = None
+    timeout: float | None = None
+    system_include_dirs: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        root = Path(self.root) if self.root is not None else Path.cwd()
+        self.root = Path(os.path.abspath(root))
+
+        def absolute(p: str | os.PathLike[str]) -> Path:
+            return Path(os.path.normpath(os.path.join(self.root, os.fspath(p))))
+
+        if isinstance(self.files, (str, Path)):
+            self.files = [self.files]
+        self.files = [absolute(f) for f in self.files]
+        if not self.files:
+            raise ValueError("a Project needs at least one source file")
+        for f in self.files:
+            if not f.is_file():
+                raise ValueError(f"source file {f} does not exist")
+            if f.suffix not in SOURCE_SUFFIXES:
+                raise ValueError(f"{f}: a project's files are sources to compile ({', '.join(SOURCE_SUFFIXES)}); "
+                                 "headers are found through include_dirs")
+        if len(set(self.files)) != len(self.files):
+            raise ValueError("a source file is listed twice")
+        includes, systems = [], [absolute(d) for d in self.system_include_dirs]
+        for d in self.include_dirs:
+            p = absolute(d)
+            if not p.is_dir():
+                raise ValueError(f"include directory {p} does not exist")
+            (systems if is_system_dir(p) else includes).append(p)
+        self.include_dirs = list(dict.fromkeys(includes))
+        self.system_include_dirs = list(dict.fromkeys(systems))
+        defines: dict[str, str | None] = {}
+        for name, value in (self.defines or {}).items():
+            if not re.fullmatch(r"[A-Za-z_]\w*", str(name)):
+                raise ValueError(f"invalid macro name {name!r}")
+            if value is not None:
+                value = str(int(value) if isinstance(value, bool) else value)
+                if "\n" in value:
+                    raise ValueError(f"macro {name}: the value must be one line")
+            defines[str(name)] = value
+        self.defines = defines
+        for flag in self.flags:
+            if not (_SAFE_FLAG.fullmatch(flag) or _STD.fullmatch(flag)):
+                raise ValueError(
+                    f"compiler flag {flag!r} is not allowed for the CPU runtime (allowed: -std=, -O…, -g…, -W…, "
+                    "-pedantic, -ffast-math and similar -f options, -march=/-mtune=/-mavx…, -l<lib>; give include "
+                    "directories as include_dirs and macros as defines)")
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(f"timeout must be positive, got {self.timeout!r}")
+
+    @property
+    def cxx_flags(self) -> list[str]:
+        """Flags for the C++/CUDA translation units (a ``-std=`` below C++20 is raised to C++20: the
+        runtime needs it)."""
+        out = []
+        for f in self.flags:
+            m = _STD.fullmatch(f)
+            if m:
+                if "++" not in m.group("std"):
+                    continue
+                if _std_year(m.group("ver")) < 2020:
+                    continue
+                out.append("-std=" + m.group("std"))
+            elif not f.startswith("-l"):
+                out.append(f)
+        return out
+
+    @property
+    def c_flags(self) -> list[str]:
+        out = []
+        for f in self.flags:
+            m = _STD.fullmatch(f)
+            if m:
+                if "++" not in m.group("std"):
+                    out.append("-std=" + m.group("std"))
+            elif not f.startswith(("-l", "-fno-rtti", "-frtti", "-fno-exceptions", "-fexceptions")):
+                out.append(f)
+        return out
+
+    @property
+    def link_flags(self) -> list[str]:
+        return [f for f in self.flags if f.startswith("-l") or f in ("-fopenmp", "-pthread")]
+
+    @classmethod
+    def from_args(cls, files: Sequence[str | os.PathLike[str]],
+                  include_dirs: Sequence[str | os.PathLike[str]] = (),
+                  defines: Mapping[str, Any] | Sequence[str] | None = None, flags: Sequence[str] = (), *,
+                  root: str | os.PathLike[str] | None = None, timeout: float | None = None) -> Project:
+        """A project from command-line style pieces; ``defines`` may be ``{"X": 1}`` or
+        ``["X=1", "DEBUG"]``."""
+        parsed: dict[str, str | None] = {}
+        if isinstance(defines, Mapping):
+            parsed = {str(k): (None if v is None else str(v)) for k, v in defines.items()}
+        else:
+            for item in defines or ():
+                name, sep, value = str(item).partition("=")
+                parsed[name.strip()] = value if sep else None
+        return cls(files=[Path(f) for f in files], include_dirs=[Path(d) for d in include_dirs], defines=parsed,
+                   flags=list(flags), root=Path(root) if root is not None else None, timeout=timeout)
+
+    @classmethod
+    def from_compile_commands(cls, path: str | os.PathLike[str], *, files: Sequence[str] | None = None,
+                              timeout: float | None = None) -> Project:
+        """A project from a ``compile_commands.json`` (CMake's ``CMAKE_EXPORT_COMPILE_COMMANDS``,
+        Bear): every entry's file (or those named in ``files``) with the union of the entries'
+        ``-I``/``-isystem``/``-D``/``-std=`` and safe flags. nvcc-only options (``-arch``,
+        ``-gencode``, ``--use_fast_math``, ``-rdc``…) and anything else are ignored, each with a
+        note in ``Project.notes``."""
+        import json
+        import shlex
+
+        path = Path(path)
+        try:
+            entries = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: not a readable compile_commands.json: {exc}") from exc
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise ValueError(f"{path}: a compile_commands.json is a list of {{directory, file, arguments}} objects")
+        sources: list[Path] = []
+        includes: list[Path] = []
+        systems: list[Path] = []
+        defines: dict[str, str | None] = {}
+        flags: list[str] = []
+        notes: list[str] = []
+
+        def note(text: str) -> None:
+            if text not in notes:
+                notes.append(text)
+
+        wanted = None if files is None else {os.path.normpath(os.path.join(os.getcwd(), f)) for f in files}
+        for entry in entries:
+            directory = Path(entry.get("directory") or path.parent)
+            if not directory.is_absolute():
+                directory = path.parent / directory
+            if "file" not in entry:
+                raise ValueError(f"{path}: an entry without 'file'")
+            file = Path(os.path.normpath(directory / entry["file"]))
+            if file.suffix not in SOURCE_SUFFIXES:
+                note(f"{file.name}: not a C/C++/CUDA source, skipped")
+                continue
+            if wanted is not None and str(file) not in wanted:
+                continue
+            if "arguments" in entry:
+                args = [str(a) for a in entry["arguments"]]
+            elif "command" in entry:
+                args = shlex.split(str(entry["command"]))
+            else:
+                raise ValueError(f"{path}: the entry for {file} has neither 'arguments' nor 'command'")
+            if file not in sources:
+                sources.append(file)
+            it = iter(args[1:])
+            for arg in it:
+                def value(prefix: str, arg: str = arg, it: Any = it) -> str:
+                    rest = arg[len(prefix):]
+                    if rest.startswith("="):
+                        rest = rest[1:]
+                    return rest if rest else next(it, "")
+
+                if arg in ("-c", "-x") or arg.startswith("-x"):
+                    if arg == "-x":
+                        next(it, None)
+                    continue
+                if arg in ("-o", "--output-file", "-MF", "-MT", "-MQ"):
+                    next(it, None)
+                    continue
+                if arg.startswith(("-MD", "-MMD", "-MP")) or arg in ("-M", "-MM"):
+                    continue
+                if Path(os.path.normpath(directory / arg)) == file or arg == entry["file"]:
+                    continue
+                if arg.startswith("-I") or arg.startswith("--include-path"):
+                    d = Path(os.path.normpath(directory / value("--include-path" if arg.startswith("--") else "-I")))
+                    (systems if is_system_dir(d) else includes).append(d)
+                elif arg.startswith("-isystem"):
+                    d = Path(os.path.normpath(directory / value("-isystem")))
+                    (systems if is_system_dir(d) else includes).append(d)
+                elif arg.startswith("-D") or arg.startswith("--define-macro"):
+                    name, sep, val = value("--define-macro" if arg.startswith("--") else "-D").partition("=")
+                    if name in defines and defines[name] != (val if sep else None):
+                        note(f"-D{name} differs between entries; the first value is used")
+                    defines.setdefault(name, val if sep else None)
+                elif arg.startswith("-U"):
+                    note(f"{arg}: -U is ignored")
+                elif _STD.fullmatch(arg) or arg.startswith("-std") or arg.startswith("--std"):
+                    m = _STD.fullmatch(arg.replace("--std", "-std", 1) if arg.startswith("--std") else arg)
+                    if m is None:
+                        note(f"{arg}: not understood, ignored")
+                    elif "++" in m.group("std") and _std_year(m.group("ver")) < 2020:
+                        note(f"{arg}: compiled as C++20 (the CPU runtime needs C++20)")
+                    elif arg not in flags:
+                        flags.append("-std=" + m.group("std"))
+                elif arg.split("=")[0] in ("-Xcompiler", "--compiler-options"):
+                    for host_arg in value(arg.split("=")[0]).split(","):
+                        if _SAFE_FLAG.fullmatch(host_arg) and host_arg not in flags:
+                            flags.append(host_arg)
+                        elif host_arg:
+                            note(f"-Xcompiler {host_arg}: ignored")
+                elif _NVCC_ONLY.fullmatch(arg) or arg.split("=")[0] in _NVCC_TAKES_VALUE:
+                    if arg in _NVCC_TAKES_VALUE:
+                        next(it, None)
+                    note(f"{arg}: an nvcc-only option, ignored (the CPU runtime has no GPU code generation)")
+                elif _SAFE_FLAG.fullmatch(arg):
+                    if arg not in flags and not (arg.startswith("-O") and any(f.startswith("-O") for f in flags)):
+                        flags.append(arg)
+                elif arg.startswith("-"):
+                    note(f"{arg}: not a flag the CPU runtime passes on, ignored")
+                else:
+                    note(f"{arg}: an extra input, ignored")
+        if not sources:
+            raise ValueError(f"{path}: no C/C++/CUDA source files" + (" matching files=" if files else ""))
+        project = cls(files=sources, include_dirs=list(dict.fromkeys(includes)), defines=defines, flags=flags,
+                      root=path.parent, timeout=timeout, system_include_dirs=list(dict.fromkeys(systems)))
+        project.notes = notes
+        return project
