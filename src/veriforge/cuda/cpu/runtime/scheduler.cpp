@@ -66,7 +66,11 @@ struct Fiber {
     bool fresh = true;      // needs an initial frame before it can be entered
 };
 
+// A CUDA thread the scheduler knows about: one that waited at least once, or that exited before
+// another thread of the block waited (the thread loop does no bookkeeping of its own: threads are
+// "materialised" here lazily, by reconcile(), when the scheduler next needs an exact picture).
 struct Thread {
+    uint64_t epoch;  // == Worker::epoch: materialised in the block being run; else unstarted
     uint3 idx;
     unsigned linear;
     State state;
@@ -143,10 +147,14 @@ struct Worker {
     size_t sched_size = 0;
     std::vector<Fiber*> all_fibers, free_fibers;
     const GridSpec* spec = nullptr;
-    // the block being run
+    // the block being run (its cursor - next thread to start, running thread - is block_cursor)
     Thread threads[kMaxBlockThreads];
-    unsigned n = 0, next = 0, exited = 0, nwarps = 0;
-    unsigned bx = 1, by = 1;
+    unsigned n = 0, exited = 0, nwarps = 0;
+    uint64_t epoch = 0;         // incremented per block: Thread::epoch says which are materialised
+    unsigned accounted = 0;     // run-order positions below this are materialised
+    bool any_materialised = false;
+    bool in_block = false;      // a CUDA thread of this worker is running (or parked)
+    Fiber* running = nullptr;   // the fiber now running a CUDA thread
     bool reverse = false;
     std::vector<Thread*> runnable;  // FIFO: runnable[run_head..]
     size_t run_head = 0;
@@ -155,7 +163,6 @@ struct Worker {
     unsigned warp_exited[kMaxBlockThreads / 32];
     unsigned warp_groups[kMaxBlockThreads / 32];  // active collectives per warp (fast path: 0)
     WarpGroup groups[kMaxBlockThreads / 32][kMaxGroupsPerWarp];
-    Thread* cur = nullptr;
     bool faulted = false;
     std::string fault;
     int fault_code = 719;  // cudaErrorLaunchFailure; cudaErrorAssert (710) for a failed assert()
@@ -267,22 +274,81 @@ void leave_fiber(Worker* w, Fiber* f) {
         w->fault = std::move(msg);
         w->fault_code = code;
     }
-    Thread* t = w->cur;
-    Fiber* f = t ? t->fiber : nullptr;
-    w->cur = nullptr;
+    Fiber* f = w->in_block ? w->running : nullptr;
     if (f) leave_fiber(w, f);  // never resumed: the block is abandoned
     fprintf(stderr, "veriforge: internal error: a faulted fiber was resumed\n");
     abort();
 }
 
-void set_thread_index(Worker* w, Thread* t, unsigned linear) {
+void set_thread_index(Thread* t, unsigned linear) {
+    const BlockCursor& c = block_cursor;
     t->linear = linear;
-    if (w->by == 1 && w->n == w->bx) {
+    if (c.one_dim) {
         t->idx = uint3{linear, 0, 0};
     } else {
-        unsigned x = linear % w->bx, rest = linear / w->bx;
-        t->idx = uint3{x, rest % w->by, rest / w->by};
+        unsigned x = linear % c.bx, rest = linear / c.bx;
+        t->idx = uint3{x, rest % c.by, rest / c.by};
     }
+}
+
+// Brings the scheduler's picture of the block up to date with the thread loops: every thread
+// started since the last call that the scheduler does not know yet has exited - except, when
+// `caller_running`, the running thread, which is entering the scheduler for the first time (it
+// can only be the latest started: a loop only moves on to another thread when its thread
+// returns or waits, and waiting enters the scheduler).
+// The linear index of the running thread.
+inline unsigned running_linear() {
+    const BlockCursor& c = block_cursor;
+    return threadIdx.x + c.bx * (threadIdx.y + c.by * threadIdx.z);
+}
+
+void reconcile(Worker* w, bool caller_running) {
+    BlockCursor& c = block_cursor;
+    unsigned cur = 0;
+    if (caller_running) {
+        cur = running_linear();
+        // Entering for the first time: its loop has started exactly the threads up to it (the
+        // loop keeps its position in a register).
+        if (w->threads[cur].epoch != w->epoch) c.next = (c.reverse ? c.n - 1 - cur : cur) + 1;
+    }
+    unsigned end = c.next;
+    if (!caller_running && !w->any_materialised) {
+        // No thread of the block ever waited and its loop is done: all of them simply ran.
+        w->exited += end - w->accounted;
+        w->accounted = end;
+        return;
+    }
+    for (unsigned q = w->accounted; q < end; ++q) {
+        unsigned lin = c.reverse ? c.n - 1 - q : q;
+        Thread* t = &w->threads[lin];
+        if (t->epoch == w->epoch) continue;
+        t->epoch = w->epoch;
+        set_thread_index(t, lin);
+        t->bar_op = -1;
+        t->bar_pred = 0;
+        if (caller_running && lin == cur) {
+            t->state = kRunning;
+            t->fiber = w->running;
+            w->any_materialised = true;
+        } else {
+            t->state = kExited;
+            w->exited++;
+            w->warp_exited[lin >> 5] |= 1u << (lin & 31);
+        }
+    }
+    w->accounted = end;
+}
+
+// The running CUDA thread enters the scheduler (barrier, warp collective, yield).
+inline Thread* enter_scheduler(Worker* w) {
+    reconcile(w, true);
+    block_cursor.waited = true;
+    return &w->threads[running_linear()];
+}
+
+// Parked at a barrier or warp collective (only meaningful for a materialised thread).
+inline bool parked(const Worker* w, const Thread& t) {
+    return t.epoch == w->epoch && (t.state == kAtBarrier || t.state == kAtWarpOp);
 }
 
 inline unsigned existing_lanes(const Worker* w, unsigned warp) {
@@ -298,10 +364,7 @@ inline bool group_complete(const Worker* w, unsigned warp, const WarpGroup& g) {
         unsigned live = existing_lanes(w, warp) & ~w->warp_exited[warp] & ~g.arrived;
         const Thread* base = &w->threads[warp * 32];
         for (unsigned l = 0; l < 32; ++l)
-            if ((live >> l) & 1u) {
-                State s = base[l].state;
-                if (s != kAtBarrier && s != kAtWarpOp) return false;
-            }
+            if (((live >> l) & 1u) && !parked(w, base[l])) return false;
         return true;
     }
     unsigned required = g.mask & existing_lanes(w, warp) & ~w->warp_exited[warp];
@@ -453,11 +516,29 @@ void thread_exit(Worker* w, Thread* t) {
     // Exited threads no longer take part in __syncthreads() (as on Volta and later GPUs, where
     // `if (i >= n) return; ... __syncthreads();` is everyday code): if every other live thread
     // already waits, this exit completes the barrier.
-    if (w->bar_arrived > 0 && w->bar_arrived + w->exited == w->n && w->next == w->n) release_barrier(w, nullptr);
+    if (w->bar_arrived > 0 && w->bar_arrived + w->exited == w->n && block_cursor.next == w->n)
+        release_barrier(w, nullptr);
     if (w->warp_groups[warp] == 0) return;
     for (WarpGroup& g : w->groups[warp])
         if (g.active && group_complete(w, warp, g)) complete_group(w, warp, g, nullptr);
 }
+
+// A thread loop has run out of unstarted threads: the threads it ran without waiting exited,
+// which may complete a barrier or warp collective the others wait at.
+void loop_done(Worker* w) {
+    reconcile(w, false);
+    if (!w->any_materialised) return;
+    if (w->bar_arrived > 0 && w->bar_arrived + w->exited == w->n && block_cursor.next == w->n)
+        release_barrier(w, nullptr);
+    for (unsigned warp = 0; warp < w->nwarps; ++warp) {
+        if (w->warp_groups[warp] == 0) continue;
+        for (WarpGroup& g : w->groups[warp])
+            if (g.active && group_complete(w, warp, g)) complete_group(w, warp, g, nullptr);
+    }
+}
+
+Fiber* pick_next(Worker* w);
+void switch_to(Worker* w, Fiber* self, Fiber* next);
 
 void fiber_main(void* arg) {
     Fiber* self = static_cast<Fiber*>(arg);
@@ -466,28 +547,25 @@ void fiber_main(void* arg) {
 #endif
     Worker* w = tl_worker;
     for (;;) {
-        while (!w->faulted && w->next < w->n) {
-            unsigned k = w->next++;
-            unsigned linear = w->reverse ? w->n - 1 - k : k;
-            Thread* t = &w->threads[linear];
-            set_thread_index(w, t, linear);
-            t->state = kRunning;
-            t->fiber = self;
-            t->bar_op = -1;
-            t->bar_pred = 0;
-            w->cur = t;
-            threadIdx = t->idx;
-            w->spec->fn(w->spec->ctx);
-            thread_exit(w, t);
+        if (!w->faulted) {
+            const GridSpec& s = *w->spec;
+            if (s.loop) {
+                s.loop(s.ctx);
+            } else {
+                ThreadFn fn = s.fn;
+                void* ctx = s.ctx;
+                thread_loop([&] { fn(ctx); });
+            }
+            loop_done(w);
         }
-        w->cur = nullptr;
         w->free_fibers.push_back(self);
-        leave_fiber(w, self);
+        // Straight on to a thread that became runnable, else back to the scheduler.
+        switch_to(w, self, pick_next(w));
     }
 }
 
 
-// The fiber to run next, with w->cur / threadIdx already set for a resumed thread: the first
+// The fiber to run next, with the cursor / threadIdx already set for a resumed thread: the first
 // runnable thread, else a free (or new) fiber that will start the next unstarted thread.
 // nullptr when only the scheduler can decide (block finished, deadlock, fault).
 Fiber* pick_next(Worker* w) {
@@ -498,19 +576,22 @@ Fiber* pick_next(Worker* w) {
             w->runnable.clear();
             w->run_head = 0;
         }
-        w->cur = t;
+        block_cursor.waited = true;
         threadIdx = t->idx;
+        w->running = t->fiber;
         return t->fiber;
     }
-    if (w->next < w->n) {
-        w->cur = nullptr;
+    if (block_cursor.next < w->n) {
+        block_cursor.waited = false;  // the fiber's thread loop starts the next thread
+        Fiber* f;
         if (!w->free_fibers.empty()) {
-            Fiber* f = w->free_fibers.back();
+            f = w->free_fibers.back();
             w->free_fibers.pop_back();
-            return f;
+        } else {
+            f = new_fiber();
+            w->all_fibers.push_back(f);
         }
-        Fiber* f = new_fiber();
-        w->all_fibers.push_back(f);
+        w->running = f;
         return f;
     }
     return nullptr;
@@ -530,7 +611,7 @@ void switch_to(Worker* w, Fiber* self, Fiber* next) {
 #else
     swapcontext(&self->uc, &next->uc);
 #endif
-    // resumed: whoever switched here has set w->cur and threadIdx for this thread
+    // resumed: whoever switched here has set the cursor and threadIdx for this thread
 }
 
 void block_current(Worker* w, Thread* t) { switch_to(w, t->fiber, pick_next(w)); }
@@ -546,7 +627,7 @@ std::string describe_waits(Worker* w) {
     std::vector<Site> sites;
     for (unsigned i = 0; i < w->n; ++i) {
         Thread& t = w->threads[i];
-        if (t.state != kAtBarrier && t.state != kAtWarpOp) continue;
+        if (!parked(w, t)) continue;
         std::string what = t.state == kAtBarrier ? "__syncthreads()" : op_name(t.op);
         bool found = false;
         for (Site& s : sites)
@@ -571,9 +652,17 @@ bool run_block(Worker* w, uint3 bidx) {
     const GridSpec& s = *w->spec;
     blockIdx = bidx;
     w->n = s.block.x * s.block.y * s.block.z;
-    w->bx = s.block.x;
-    w->by = s.block.y;
-    w->next = 0;
+    BlockCursor& c = block_cursor;
+    c.next = 0;
+    c.n = w->n;
+    c.bx = s.block.x;
+    c.by = s.block.y;
+    c.one_dim = s.block.y == 1 && s.block.z == 1;
+    c.reverse = s.reverse;
+    c.waited = false;
+    w->epoch++;
+    w->accounted = 0;
+    w->any_materialised = false;
     w->exited = 0;
     w->nwarps = (w->n + 31) / 32;
     w->reverse = s.reverse;
@@ -583,12 +672,18 @@ bool run_block(Worker* w, uint3 bidx) {
     w->bar_waiters.clear();
     w->faulted = false;
     w->fault_code = 719;
-    w->cur = nullptr;
     for (unsigned i = 0; i < w->nwarps; ++i) {
         w->warp_exited[i] = 0;
-        w->warp_groups[i] = 0;
-        for (WarpGroup& g : w->groups[i]) g.active = false;
+        if (w->warp_groups[i]) {  // only after a fault: completed collectives deactivate themselves
+            w->warp_groups[i] = 0;
+            for (WarpGroup& g : w->groups[i]) g.active = false;
+        }
     }
+    w->in_block = true;
+    struct Leave {  // the block is over, however it ends
+        Worker* w;
+        ~Leave() { w->in_block = false; w->running = nullptr; }
+    } leave{w};
     for (;;) {
         if (w->faulted) break;
         if (Fiber* f = pick_next(w)) {
@@ -609,7 +704,6 @@ bool run_block(Worker* w, uint3 bidx) {
 #endif
         f->fresh = true;
     }
-    w->cur = nullptr;
     return false;
 }
 
@@ -747,7 +841,7 @@ int run_grid(const GridSpec& requested) {
         tl_fault_message = fmt("kernel '%s': invalid launch configuration: %s", spec.kernel_name, why);
         return err;
     }
-    if (tl_worker && tl_worker->cur) {
+    if (tl_worker && tl_worker->in_block) {
         tl_fault_message = fmt("kernel '%s' launched from device code: dynamic parallelism is not supported "
                                "by the CPU runtime", spec.kernel_name);
         return 801;  // cudaErrorNotSupported
@@ -794,16 +888,23 @@ const char* last_fault_message() { return tl_fault_message.c_str(); }
 
 const char* running_kernel() { return g_running_kernel.load(); }
 
-bool in_kernel() { return tl_worker && tl_worker->cur; }
+bool in_kernel() { return tl_worker && tl_worker->in_block; }
+
+void waited_thread_exit() {
+    Worker* w = tl_worker;
+    reconcile(w, false);  // the thread itself is known: it waited
+    block_cursor.waited = false;
+    thread_exit(w, &w->threads[running_linear()]);
+}
 
 void syncthreads(int line) {
     Worker* w = tl_worker;
-    Thread* t = w ? w->cur : nullptr;
-    if (!t) return;  // called from host code: nothing to wait for
+    if (!w || !w->in_block) return;  // called from host code: nothing to wait for
+    Thread* t = enter_scheduler(w);
     t->line = line;
     w->bar_arrived++;
     // Threads that already exited count as arrived (hardware behaviour since Volta).
-    if (w->bar_arrived + w->exited == w->n && w->next == w->n) {
+    if (w->bar_arrived + w->exited == w->n && block_cursor.next == w->n) {
         release_barrier(w, t);
         return;
     }
@@ -815,8 +916,8 @@ void syncthreads(int line) {
 
 int syncthreads_reduce(int op, int pred, int line) {
     Worker* w = tl_worker;
-    Thread* t = w ? w->cur : nullptr;
-    if (!t) return pred != 0;
+    if (!w || !w->in_block) return pred != 0;
+    Thread* t = enter_scheduler(w);
     t->bar_op = op;
     t->bar_pred = pred;
     syncthreads(line);
@@ -827,11 +928,11 @@ int syncthreads_reduce(int op, int pred, int line) {
 
 uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int width, int line, int* pred) {
     Worker* w = tl_worker;
-    Thread* t = w ? w->cur : nullptr;
-    if (!t) {  // host code: a one-lane warp
+    if (!w || !w->in_block) {  // host code: a one-lane warp
         if (pred) *pred = 1;
         return op == kBallot ? (value != 0) : value;
     }
+    Thread* t = enter_scheduler(w);
     unsigned lane = t->linear & 31, warp = t->linear >> 5;
     unsigned bit = 1u << lane;
     if (!(mask & bit))
@@ -887,16 +988,16 @@ uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int wid
 
 unsigned active_mask() {
     Worker* w = tl_worker;
-    Thread* t = w ? w->cur : nullptr;
-    if (!t) return 1u;
+    if (!w || !w->in_block) return 1u;
+    Thread* t = enter_scheduler(w);
     return (unsigned)warp_collective(kActiveMask, 0xffffffffu, 0, 0, 32, t->line);
 }
 
 void yield_thread() {
     Worker* w = tl_worker;
-    Thread* t = w ? w->cur : nullptr;
-    if (!t) return;
-    bool others = w->run_head < w->runnable.size() || w->next < w->n;
+    if (!w || !w->in_block) return;
+    Thread* t = enter_scheduler(w);
+    bool others = w->run_head < w->runnable.size() || block_cursor.next < w->n;
     if (!others) return;
     Fiber* next = pick_next(w);  // before queueing ourselves, so someone else runs first
     push_runnable(w, t);
@@ -905,11 +1006,10 @@ void yield_thread() {
 
 void device_assert_failed(const char* expr, const char* file, unsigned line, const char* function) {
     Worker* w = tl_worker;
-    Thread* t = w ? w->cur : nullptr;
     // The message a GPU prints for a failed device assert (then the kernel is aborted and the
     // host sees cudaErrorAssert, sticky). Written in one call so concurrent blocks do not interleave.
     std::string text = fmt("%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.", file, line,
-                           function, blockIdx.x, blockIdx.y, blockIdx.z, t->idx.x, t->idx.y, t->idx.z, expr);
+                           function, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, expr);
     fprintf(stderr, "%s\n", text.c_str());
     fflush(stderr);
     raise_fault(w, "device-side assert triggered: " + text, 710);
@@ -917,8 +1017,8 @@ void device_assert_failed(const char* expr, const char* file, unsigned line, con
 
 void trap(const char* what, int line) {
     Worker* w = tl_worker;
-    if (w && w->cur)
-        raise_fault(w, fmt("%s at line %d in thread %s", what, line, thread_str(w->cur).c_str()));
+    if (w && w->in_block)
+        raise_fault(w, fmt("%s at line %d in thread (%u,%u,%u)", what, line, threadIdx.x, threadIdx.y, threadIdx.z));
     fprintf(stderr, "veriforge: %s at line %d (host code)\n", what, line);
     abort();
 }

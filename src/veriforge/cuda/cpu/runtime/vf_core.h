@@ -28,10 +28,93 @@ struct GridSpec {
     dim3 grid;
     dim3 block;
     size_t shared_bytes;      // dynamic shared memory per block
-    ThreadFn fn;
+    ThreadFn fn;              // one CUDA thread (used when `loop` is null)
     void* ctx;
     bool reverse;             // race probe: run blocks and threads in reverse order
+    // Runs CUDA threads of the current block one after another while unstarted ones remain:
+    // thread_loop() below around the kernel call, instantiated where the kernel is known so the
+    // call is direct (usually inlined). Null: the scheduler loops over `fn` itself.
+    ThreadFn loop = nullptr;
 };
+
+// The hot state of the block a worker runs, shared by the scheduler and the thread loops that
+// launches instantiate in user code (one `inline thread_local` object: %fs-relative accesses).
+// The running thread is threadIdx itself.
+struct BlockCursor {
+    unsigned next;      // run-order position of the next thread to start (see thread_loop)
+    unsigned n;         // threads in the block
+    unsigned bx, by;    // block.x, block.y
+    bool one_dim;       // block.y == block.z == 1: threadIdx = {linear, 0, 0}
+    bool reverse;       // race probe: position q runs thread n - 1 - q
+    bool waited;        // the running thread entered the scheduler (barrier / warp op / yield)
+};
+inline thread_local BlockCursor block_cursor;
+// Called by a thread loop when a thread that waited returns (threads that never waited are
+// accounted for lazily by the scheduler); clears block_cursor.waited.
+void waited_thread_exit();
+
+// Runs the block's unstarted CUDA threads one after another: the whole block, as one plain loop,
+// for a kernel that never waits. When a thread waits (barrier, warp collective) the scheduler
+// parks this loop with it and another fiber continues from the shared cursor; so the loop keeps
+// its position in a register and publishes it only at the end, and the scheduler recovers it
+// from threadIdx when a thread enters it - a thread costs the loop a store to threadIdx and a
+// test of `waited`.
+template <class Body> inline void thread_loop(Body&& body) {
+    BlockCursor& c = block_cursor;
+    const unsigned n = c.n;
+    unsigned q = c.next;
+    if (c.one_dim && !c.reverse) {
+        threadIdx.y = 0;
+        threadIdx.z = 0;
+        while (q < n) {
+            threadIdx.x = q;
+            body();
+            if (__builtin_expect(c.waited, 0)) {
+                waited_thread_exit();
+                q = c.next;  // other loops ran meanwhile
+                threadIdx.y = 0;
+                threadIdx.z = 0;
+            } else {
+                ++q;
+            }
+        }
+    } else if (!c.reverse) {
+        const unsigned bx = c.bx, by = c.by;
+        unsigned x = q % bx, y = (q / bx) % by, z = q / bx / by;
+        while (q < n) {
+            threadIdx = uint3{x, y, z};
+            body();
+            if (__builtin_expect(c.waited, 0)) {
+                waited_thread_exit();
+                q = c.next;
+                x = q % bx, y = (q / bx) % by, z = q / bx / by;
+            } else {
+                ++q;
+                if (++x == bx) {
+                    x = 0;
+                    if (++y == by) {
+                        y = 0;
+                        ++z;
+                    }
+                }
+            }
+        }
+    } else {  // race probe: thread n - 1 - q at position q
+        const unsigned bx = c.bx, by = c.by;
+        while (q < n) {
+            unsigned lin = n - 1 - q, rest = lin / bx;
+            threadIdx = uint3{lin % bx, rest % by, rest / by};
+            body();
+            if (c.waited) {
+                waited_thread_exit();
+                q = c.next;
+            } else {
+                ++q;
+            }
+        }
+    }
+    c.next = q;
+}
 
 // Runs a whole grid; returns 0 on success, otherwise a cudaError_t value, with the message in
 // last_fault_message(). Never throws.
