@@ -64,6 +64,7 @@ struct Fiber {
     char* stack = nullptr;  // lowest usable address (above the guard page)
     size_t size = 0;
     bool fresh = true;      // needs an initial frame before it can be entered
+    unsigned color = 0;     // start of the stack below its top, in 16-byte units (see init_fiber)
 };
 
 // A CUDA thread the scheduler knows about: one that waited at least once, or that exited before
@@ -83,8 +84,6 @@ struct Thread {
     int arg, width;
     uint64_t out;
     int pred_out;
-    int bar_op;    // -1 plain __syncthreads, else 0 count / 1 and / 2 or
-    int bar_pred;
 };
 
 struct WarpGroup {
@@ -156,12 +155,21 @@ struct Worker {
     bool in_block = false;      // a CUDA thread of this worker is running (or parked)
     Fiber* running = nullptr;   // the fiber now running a CUDA thread
     bool reverse = false;
-    std::vector<Thread*> runnable;  // FIFO: runnable[run_head..]
-    size_t run_head = 0;
+    // Threads released from a barrier / warp collective, FIFO. A thread is queued at most once.
+    Thread* runnable[kMaxBlockThreads];
+    unsigned run_head = 0, run_count = 0;
+    // The barrier being gathered: who waits (in arrival order), where, and the running tally of
+    // __syncthreads_count/and/or predicates (results in bar_results once released).
     unsigned bar_arrived = 0;
-    std::vector<Thread*> bar_waiters;
+    Thread* bar_waiters[kMaxBlockThreads];
+    unsigned bar_nwait = 0;
+    int bar_line = 0;
+    bool bar_diverged = false;
+    int bar_count = 0, bar_all = 1, bar_any = 0;
+    int bar_results[3] = {0, 0, 0};
     unsigned warp_exited[kMaxBlockThreads / 32];
     unsigned warp_groups[kMaxBlockThreads / 32];  // active collectives per warp (fast path: 0)
+    unsigned warp_amask[kMaxBlockThreads / 32];   // of which __activemask() rendezvous
     WarpGroup groups[kMaxBlockThreads / 32][kMaxGroupsPerWarp];
     bool faulted = false;
     std::string fault;
@@ -179,8 +187,6 @@ struct Worker {
             sched_size = size;
             pthread_attr_destroy(&attr);
         }
-        runnable.reserve(kMaxBlockThreads);
-        bar_waiters.reserve(kMaxBlockThreads);
     }
 };
 
@@ -211,7 +217,10 @@ inline void switch_stacks(void** save, void* to, const void* to_bottom, size_t t
 void init_fiber(Fiber* f) {
 #if VF_ASM_SWITCH
     // Frame popped by vf_switch_context: r15 r14 r13 r12 rbx rbp, then `ret` into the trampoline.
-    uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack) + f->size) & ~uintptr_t(15);
+    // Stacks are mmap'd at page multiples, so their tops would all share the same few L1 cache
+    // sets (a block with barriers cycles through hundreds of them): start each one at a
+    // different offset below the top.
+    uintptr_t top = ((reinterpret_cast<uintptr_t>(f->stack) + f->size) & ~uintptr_t(15)) - 16 * uintptr_t(f->color);
     void** sp = reinterpret_cast<void**>(top - 72);  // after the pops and ret: rsp = top - 16
     sp[0] = nullptr;                                          // r15
     sp[1] = nullptr;                                          // r14
@@ -246,6 +255,8 @@ Fiber* new_fiber() {
     Fiber* f = new Fiber();
     f->stack = static_cast<char*>(mem) + page;
     f->size = size;
+    static std::atomic<unsigned> created{0};
+    f->color = (created.fetch_add(1, std::memory_order_relaxed) * 21u) % 256u;  // 0..4 KB, 336-byte steps
     return f;
 }
 
@@ -302,7 +313,7 @@ inline unsigned running_linear() {
     return threadIdx.x + c.bx * (threadIdx.y + c.by * threadIdx.z);
 }
 
-void reconcile(Worker* w, bool caller_running) {
+__attribute__((noinline)) void reconcile(Worker* w, bool caller_running) {
     BlockCursor& c = block_cursor;
     unsigned cur = 0;
     if (caller_running) {
@@ -324,8 +335,6 @@ void reconcile(Worker* w, bool caller_running) {
         if (t->epoch == w->epoch) continue;
         t->epoch = w->epoch;
         set_thread_index(t, lin);
-        t->bar_op = -1;
-        t->bar_pred = 0;
         if (caller_running && lin == cur) {
             t->state = kRunning;
             t->fiber = w->running;
@@ -341,9 +350,10 @@ void reconcile(Worker* w, bool caller_running) {
 
 // The running CUDA thread enters the scheduler (barrier, warp collective, yield).
 inline Thread* enter_scheduler(Worker* w) {
-    reconcile(w, true);
+    Thread* t = &w->threads[running_linear()];
+    if (t->epoch != w->epoch || w->accounted != block_cursor.next) reconcile(w, true);
     block_cursor.waited = true;
-    return &w->threads[running_linear()];
+    return t;
 }
 
 // Parked at a barrier or warp collective (only meaningful for a materialised thread).
@@ -371,9 +381,9 @@ inline bool group_complete(const Worker* w, unsigned warp, const WarpGroup& g) {
     return (g.arrived & required) == required;
 }
 
-void push_runnable(Worker* w, Thread* t) {
+inline void push_runnable(Worker* w, Thread* t) {
     t->state = kRunning;
-    w->runnable.push_back(t);
+    w->runnable[(w->run_head + w->run_count++) & (kMaxBlockThreads - 1)] = t;
 }
 
 void complete_group(Worker* w, unsigned warp, WarpGroup& g, Thread* self) {
@@ -460,6 +470,7 @@ void complete_group(Worker* w, unsigned warp, WarpGroup& g, Thread* self) {
     g.active = false;
     g.arrived = 0;
     w->warp_groups[warp]--;
+    if (g.op == kActiveMask) w->warp_amask[warp]--;
     if (w->reverse) {
         for (int l = 31; l >= 0; --l)
             if (has((unsigned)l) && &base[l] != self) push_runnable(w, &base[l]);
@@ -470,10 +481,13 @@ void complete_group(Worker* w, unsigned warp, WarpGroup& g, Thread* self) {
 }
 
 // A lane of `warp` just parked: an __activemask() of that warp may now be resolvable.
-void check_activemask(Worker* w, unsigned warp) {
-    if (w->warp_groups[warp] == 0) return;
+__attribute__((noinline)) void check_activemask_slow(Worker* w, unsigned warp) {
     for (WarpGroup& g : w->groups[warp])
         if (g.active && g.op == kActiveMask && group_complete(w, warp, g)) complete_group(w, warp, g, nullptr);
+}
+
+inline void check_activemask(Worker* w, unsigned warp) {
+    if (__builtin_expect(w->warp_amask[warp] != 0, 0)) check_activemask_slow(w, warp);
 }
 
 std::string thread_str(const Thread* t) {
@@ -484,28 +498,26 @@ std::string thread_str(const Thread* t) {
 // the same __syncthreads() and let them go. `last` is the arriving thread that completed the
 // barrier (it keeps running without a switch), or nullptr when an exiting thread completed it.
 void release_barrier(Worker* w, Thread* last) {
-    const Thread* ref = last ? last : w->bar_waiters.front();
-    for (Thread* o : w->bar_waiters)
-        if (o->line != ref->line)
-            raise_fault(w, fmt("divergent __syncthreads(): thread %s waits at line %d while thread %s "
-                               "waits at line %d",
-                               thread_str(o).c_str(), o->line, thread_str(ref).c_str(), ref->line));
-    int count = 0, all = 1, any = 0;
-    auto tally = [&](const Thread* o) {
-        count += o->bar_pred != 0;
-        all = all && o->bar_pred;
-        any = any || o->bar_pred;
-    };
-    for (Thread* o : w->bar_waiters) tally(o);
-    if (last) tally(last);
-    int results[3] = {count, all, any};
-    for (Thread* o : w->bar_waiters) {
-        if (o->bar_op >= 0) o->out = (uint64_t)results[o->bar_op];
-        push_runnable(w, o);
+    if (w->bar_diverged) {
+        const Thread* ref = last ? last : w->bar_waiters[0];
+        for (unsigned i = 0; i < w->bar_nwait; ++i) {
+            const Thread* o = w->bar_waiters[i];
+            if (o->line != ref->line)
+                raise_fault(w, fmt("divergent __syncthreads(): thread %s waits at line %d while thread %s "
+                                   "waits at line %d",
+                                   thread_str(o).c_str(), o->line, thread_str(ref).c_str(), ref->line));
+        }
     }
-    if (last && last->bar_op >= 0) last->out = (uint64_t)results[last->bar_op];
-    w->bar_waiters.clear();
+    w->bar_results[0] = w->bar_count;
+    w->bar_results[1] = w->bar_all;
+    w->bar_results[2] = w->bar_any;
+    w->bar_count = 0;
+    w->bar_all = 1;
+    w->bar_any = 0;
+    for (unsigned i = 0; i < w->bar_nwait; ++i) push_runnable(w, w->bar_waiters[i]);
+    w->bar_nwait = 0;
     w->bar_arrived = 0;
+    w->bar_diverged = false;
 }
 
 void thread_exit(Worker* w, Thread* t) {
@@ -537,8 +549,8 @@ void loop_done(Worker* w) {
     }
 }
 
-Fiber* pick_next(Worker* w);
-void switch_to(Worker* w, Fiber* self, Fiber* next);
+inline Fiber* pick_next(Worker* w);
+inline void switch_to(Worker* w, Fiber* self, Fiber* next);
 
 void fiber_main(void* arg) {
     Fiber* self = static_cast<Fiber*>(arg);
@@ -565,41 +577,42 @@ void fiber_main(void* arg) {
 }
 
 
+// A free (or new) fiber that will start the next unstarted thread.
+__attribute__((noinline)) Fiber* pick_unstarted(Worker* w) {
+    block_cursor.waited = false;  // the fiber's thread loop starts the next thread
+    Fiber* f;
+    if (!w->free_fibers.empty()) {
+        f = w->free_fibers.back();
+        w->free_fibers.pop_back();
+    } else {
+        f = new_fiber();
+        w->all_fibers.push_back(f);
+    }
+    w->running = f;
+    return f;
+}
+
 // The fiber to run next, with the cursor / threadIdx already set for a resumed thread: the first
 // runnable thread, else a free (or new) fiber that will start the next unstarted thread.
 // nullptr when only the scheduler can decide (block finished, deadlock, fault).
-Fiber* pick_next(Worker* w) {
-    if (w->faulted) return nullptr;
-    if (w->run_head < w->runnable.size()) {
-        Thread* t = w->runnable[w->run_head++];
-        if (w->run_head == w->runnable.size()) {
-            w->runnable.clear();
-            w->run_head = 0;
-        }
+inline Fiber* pick_next(Worker* w) {
+    if (__builtin_expect(w->faulted, 0)) return nullptr;
+    if (w->run_count) {
+        Thread* t = w->runnable[w->run_head];
+        w->run_head = (w->run_head + 1) & (kMaxBlockThreads - 1);
+        w->run_count--;
         block_cursor.waited = true;
         threadIdx = t->idx;
         w->running = t->fiber;
         return t->fiber;
     }
-    if (block_cursor.next < w->n) {
-        block_cursor.waited = false;  // the fiber's thread loop starts the next thread
-        Fiber* f;
-        if (!w->free_fibers.empty()) {
-            f = w->free_fibers.back();
-            w->free_fibers.pop_back();
-        } else {
-            f = new_fiber();
-            w->all_fibers.push_back(f);
-        }
-        w->running = f;
-        return f;
-    }
+    if (block_cursor.next < w->n) return pick_unstarted(w);
     return nullptr;
 }
 
 // Parks the calling thread and runs the next one directly (fiber to fiber, without a detour
 // through the scheduler's stack: one context switch per wait instead of two).
-void switch_to(Worker* w, Fiber* self, Fiber* next) {
+inline void switch_to(Worker* w, Fiber* self, Fiber* next) {
     if (!next) {
         leave_fiber(w, self);
         return;
@@ -614,7 +627,7 @@ void switch_to(Worker* w, Fiber* self, Fiber* next) {
     // resumed: whoever switched here has set the cursor and threadIdx for this thread
 }
 
-void block_current(Worker* w, Thread* t) { switch_to(w, t->fiber, pick_next(w)); }
+inline void block_current(Worker* w, Thread* t) { switch_to(w, t->fiber, pick_next(w)); }
 
 std::string describe_waits(Worker* w) {
     // Group waiting threads by (what, line) for a compact explanation.
@@ -666,16 +679,21 @@ bool run_block(Worker* w, uint3 bidx) {
     w->exited = 0;
     w->nwarps = (w->n + 31) / 32;
     w->reverse = s.reverse;
-    w->runnable.clear();
     w->run_head = 0;
+    w->run_count = 0;
     w->bar_arrived = 0;
-    w->bar_waiters.clear();
+    w->bar_nwait = 0;
+    w->bar_diverged = false;
+    w->bar_count = 0;
+    w->bar_all = 1;
+    w->bar_any = 0;
     w->faulted = false;
     w->fault_code = 719;
     for (unsigned i = 0; i < w->nwarps; ++i) {
         w->warp_exited[i] = 0;
         if (w->warp_groups[i]) {  // only after a fault: completed collectives deactivate themselves
             w->warp_groups[i] = 0;
+            w->warp_amask[i] = 0;
             for (WarpGroup& g : w->groups[i]) g.active = false;
         }
     }
@@ -897,33 +915,38 @@ void waited_thread_exit() {
     thread_exit(w, &w->threads[running_linear()]);
 }
 
-void syncthreads(int line) {
-    Worker* w = tl_worker;
-    if (!w || !w->in_block) return;  // called from host code: nothing to wait for
-    Thread* t = enter_scheduler(w);
+namespace {
+inline void barrier_wait(Worker* w, Thread* t, int line, int pred) {
     t->line = line;
+    if (w->bar_arrived == 0) w->bar_line = line;
+    else if (line != w->bar_line) w->bar_diverged = true;  // a fault once every thread is there
     w->bar_arrived++;
+    w->bar_count += pred != 0;
+    w->bar_all &= pred != 0;
+    w->bar_any |= pred != 0;
     // Threads that already exited count as arrived (hardware behaviour since Volta).
     if (w->bar_arrived + w->exited == w->n && block_cursor.next == w->n) {
         release_barrier(w, t);
         return;
     }
     t->state = kAtBarrier;
-    w->bar_waiters.push_back(t);
+    w->bar_waiters[w->bar_nwait++] = t;
     check_activemask(w, t->linear >> 5);
     block_current(w, t);
+}
+}  // namespace
+
+void syncthreads(int line) {
+    Worker* w = tl_worker;
+    if (!w || !w->in_block) return;  // called from host code: nothing to wait for
+    barrier_wait(w, enter_scheduler(w), line, 0);
 }
 
 int syncthreads_reduce(int op, int pred, int line) {
     Worker* w = tl_worker;
     if (!w || !w->in_block) return pred != 0;
-    Thread* t = enter_scheduler(w);
-    t->bar_op = op;
-    t->bar_pred = pred;
-    syncthreads(line);
-    t->bar_pred = 0;
-    t->bar_op = -1;
-    return (int)t->out;
+    barrier_wait(w, enter_scheduler(w), line, pred);
+    return w->bar_results[op];  // nobody else can pass another barrier before this thread reads
 }
 
 uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int width, int line, int* pred) {
@@ -948,7 +971,10 @@ uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int wid
     t->pred_out = 0;
     WarpGroup* g = nullptr;
     WarpGroup* free_slot = nullptr;
-    for (WarpGroup& cand : w->groups[warp]) {
+    WarpGroup& first = w->groups[warp][0];  // the usual case: one collective of the warp at a time
+    if (first.active && first.mask == mask && (first.op == kActiveMask) == (op == kActiveMask)) g = &first;
+    else if (!first.active && w->warp_groups[warp] == 0) free_slot = &first;
+    else for (WarpGroup& cand : w->groups[warp]) {
         if (cand.active && cand.mask == mask && (cand.op == kActiveMask) == (op == kActiveMask)) {
             g = &cand;
             break;
@@ -965,6 +991,7 @@ uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int wid
                                "(line %d)", warp, line));
         g = free_slot;
         w->warp_groups[warp]++;
+        if (op == kActiveMask) w->warp_amask[warp]++;
         g->active = true;
         g->op = op;
         g->mask = mask;
@@ -997,7 +1024,7 @@ void yield_thread() {
     Worker* w = tl_worker;
     if (!w || !w->in_block) return;
     Thread* t = enter_scheduler(w);
-    bool others = w->run_head < w->runnable.size() || block_cursor.next < w->n;
+    bool others = w->run_count || block_cursor.next < w->n;
     if (!others) return;
     Fiber* next = pick_next(w);  // before queueing ourselves, so someone else runs first
     push_runnable(w, t);
