@@ -154,6 +154,7 @@ struct Worker {
     bool any_materialised = false;
     bool in_block = false;      // a CUDA thread of this worker is running (or parked)
     Fiber* running = nullptr;   // the fiber now running a CUDA thread
+    Thread* current = nullptr;  // the running thread while block_cursor.waited (it is materialised)
     bool reverse = false;
     // Threads released from a barrier / warp collective, FIFO. A thread is queued at most once.
     Thread* runnable[kMaxBlockThreads];
@@ -349,10 +350,14 @@ __attribute__((noinline)) void reconcile(Worker* w, bool caller_running) {
 }
 
 // The running CUDA thread enters the scheduler (barrier, warp collective, yield).
+// While `waited` is set the running thread is materialised and is w->current, and no thread loop
+// has started threads since (a loop only starts one with `waited` clear).
 inline Thread* enter_scheduler(Worker* w) {
+    if (__builtin_expect(block_cursor.waited, 1)) return w->current;
     Thread* t = &w->threads[running_linear()];
     if (t->epoch != w->epoch || w->accounted != block_cursor.next) reconcile(w, true);
     block_cursor.waited = true;
+    w->current = t;
     return t;
 }
 
@@ -602,6 +607,7 @@ inline Fiber* pick_next(Worker* w) {
         w->run_head = (w->run_head + 1) & (kMaxBlockThreads - 1);
         w->run_count--;
         block_cursor.waited = true;
+        w->current = t;
         threadIdx = t->idx;
         w->running = t->fiber;
         return t->fiber;
@@ -912,18 +918,22 @@ void waited_thread_exit() {
     Worker* w = tl_worker;
     reconcile(w, false);  // the thread itself is known: it waited
     block_cursor.waited = false;
-    thread_exit(w, &w->threads[running_linear()]);
+    thread_exit(w, w->current);
 }
 
 namespace {
-inline void barrier_wait(Worker* w, Thread* t, int line, int pred) {
+template <bool Reduce> inline void barrier_wait(Worker* w, Thread* t, int line, int pred) {
     t->line = line;
     if (w->bar_arrived == 0) w->bar_line = line;
     else if (line != w->bar_line) w->bar_diverged = true;  // a fault once every thread is there
     w->bar_arrived++;
-    w->bar_count += pred != 0;
-    w->bar_all &= pred != 0;
-    w->bar_any |= pred != 0;
+    if (Reduce) {
+        w->bar_count += pred != 0;
+        w->bar_all &= pred != 0;
+        w->bar_any |= pred != 0;
+    } else {
+        w->bar_all = 0;  // as if pred were 0 (only read after a __syncthreads_and, which sets its own)
+    }
     // Threads that already exited count as arrived (hardware behaviour since Volta).
     if (w->bar_arrived + w->exited == w->n && block_cursor.next == w->n) {
         release_barrier(w, t);
@@ -939,13 +949,13 @@ inline void barrier_wait(Worker* w, Thread* t, int line, int pred) {
 void syncthreads(int line) {
     Worker* w = tl_worker;
     if (!w || !w->in_block) return;  // called from host code: nothing to wait for
-    barrier_wait(w, enter_scheduler(w), line, 0);
+    barrier_wait<false>(w, enter_scheduler(w), line, 0);
 }
 
 int syncthreads_reduce(int op, int pred, int line) {
     Worker* w = tl_worker;
     if (!w || !w->in_block) return pred != 0;
-    barrier_wait(w, enter_scheduler(w), line, pred);
+    barrier_wait<true>(w, enter_scheduler(w), line, pred);
     return w->bar_results[op];  // nobody else can pass another barrier before this thread reads
 }
 
