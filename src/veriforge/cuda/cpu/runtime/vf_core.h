@@ -53,6 +53,14 @@ inline thread_local BlockCursor block_cursor;
 // accounted for lazily by the scheduler); clears block_cursor.waited.
 void waited_thread_exit();
 
+// The body of a thread loop inlines the kernel and the device functions it calls (as nvcc
+// does), except under AddressSanitizer, whose reports name the kernel's own frame and line.
+#if defined(__SANITIZE_ADDRESS__)
+#define VF_FLATTEN
+#else
+#define VF_FLATTEN __attribute__((flatten))
+#endif
+
 // Runs the block's unstarted CUDA threads one after another: the whole block, as one plain loop,
 // for a kernel that never waits. When a thread waits (barrier, warp collective) the scheduler
 // parks this loop with it and another fiber continues from the shared cursor; so the loop keeps
@@ -79,24 +87,32 @@ template <class Body> inline void thread_loop(Body&& body) {
             }
         }
     } else if (!c.reverse) {
+        // Row by row: threadIdx.y/z are stored once per row, threadIdx.x once per thread.
         const unsigned bx = c.bx, by = c.by;
         unsigned x = q % bx, y = (q / bx) % by, z = q / bx / by;
         while (q < n) {
-            threadIdx = uint3{x, y, z};
-            body();
-            if (__builtin_expect(c.waited, 0)) {
-                waited_thread_exit();
-                q = c.next;
-                x = q % bx, y = (q / bx) % by, z = q / bx / by;
-            } else {
-                ++q;
-                if (++x == bx) {
-                    x = 0;
-                    if (++y == by) {
-                        y = 0;
-                        ++z;
-                    }
+            threadIdx.y = y;
+            threadIdx.z = z;
+            bool waited = false;
+            for (; x < bx; ++x) {
+                threadIdx.x = x;
+                body();
+                if (__builtin_expect(c.waited, 0)) {
+                    waited = true;
+                    break;
                 }
+            }
+            if (waited) {
+                waited_thread_exit();
+                q = c.next;  // other loops ran meanwhile
+                x = q % bx, y = (q / bx) % by, z = q / bx / by;
+                continue;
+            }
+            q += bx - (q % bx);
+            x = 0;
+            if (++y == by) {
+                y = 0;
+                ++z;
             }
         }
     } else {  // race probe: thread n - 1 - q at position q

@@ -47,7 +47,7 @@ template <class F> struct Launcher {
                           // kernel's stores (user code is built with -fno-strict-aliasing).
                           F fn = *x->f;
                           Args params = *x->args;
-                          thread_loop([&] { std::apply(fn, params); });
+                          thread_loop([&]() VF_FLATTEN { std::apply(fn, params); });
                       }};
         return host_launch(spec, cfg.stream);
     }
@@ -129,7 +129,7 @@ template <class... P> struct KernelRegistrar {
             Ctx* x = static_cast<Ctx*>(c);
             Fn fn = x->fn;
             std::tuple<P...> params = x->args;
-            thread_loop([&] { std::apply(fn, params); });
+            thread_loop([&]() VF_FLATTEN { std::apply(fn, params); });
         };
         spec.ctx = &ctx;
         return run_grid(spec);
@@ -156,7 +156,7 @@ template <class... P, void (*F)(P...)> struct KernelShim<F> {
         spec.fn = [](void* c) { std::apply(F, *static_cast<Args*>(c)); };
         spec.loop = [](void* c) {
             Args params = *static_cast<Args*>(c);  // a local copy: kept in registers
-            thread_loop([&] { std::apply(F, params); });
+            thread_loop([&]() VF_FLATTEN { std::apply(F, params); });
         };
         spec.ctx = &args;
         return run_grid(spec);
