@@ -110,6 +110,46 @@ def test_wide_shuffles(cg_rows):
         assert d == pytest.approx(2.0 * src + x * 1000 + src * 1e6 - x * 1e-3, abs=1e-6), t
 
 
+DIVERGENT_TILES = r"""
+#include <cstdio>
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+__global__ void k(int* out) {
+    auto t128 = cg::tiled_partition<128>(cg::this_thread_block());
+    int v;
+    if (t128.meta_group_rank() == 0) {
+        v = cg::reduce(t128, 1, cg::plus<int>()) + t128.shfl((int)threadIdx.x, 3);
+    } else {
+        t128.sync();
+        v = cg::reduce(t128, 2, cg::plus<int>()) + 1000;
+    }
+    out[blockIdx.x * 256 + threadIdx.x] = v;
+}
+int main() {
+    int* out;
+    cudaMallocManaged(&out, 3 * 256 * sizeof(int));
+    k<<<3, 256>>>(out);
+    printf("status %s\n", cudaGetErrorName(cudaDeviceSynchronize()));
+    printf("values %d %d %d\n", out[0], out[127], out[2 * 256 + 200]);
+    return 0;
+}
+"""
+
+
+def test_tiles_taking_different_paths_are_right_or_a_reported_fault(cpu_session_home, monkeypatch):
+    # Multi-warp tiles synchronise with the block's barrier unless the scheduler lets a spinning
+    # wait start new threads (VF_YIELD_STARTS_NEW_THREADS): either way never a silent wrong answer.
+    monkeypatch.setenv("VERIFORGE_HOME", cpu_session_home)
+    res = cpu.run_program(DIVERGENT_TILES, timeout=60)
+    assert res.returncode == 0, res.stderr
+    if "status cudaSuccess" in res.stdout:
+        assert "values 131 131 1256" in res.stdout
+    else:
+        assert "status cudaErrorLaunchFailure" in res.stdout
+        assert "divergent __syncthreads()" in res.stderr and "line 10" in res.stderr
+
+
 CLOCK_PROGRAM = r"""
 #include <cstdio>
 #include <ctime>

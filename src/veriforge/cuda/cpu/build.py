@@ -421,7 +421,7 @@ def _raise_for_build_failure(rt: BuiltRuntime, log: str, user_file: str, source:
     if cuda_missing:
         raise UnsupportedFeatureError(
             "CUDA API function(s) not supported by the CPU runtime: "
-            + ", ".join(_where_called(u, user_file, source) for u in cuda_missing[:8])
+            + "; ".join(_where_called(u, user_file, source) for u in cuda_missing[:8])
         )
     diags = [d for d in parse_diagnostics(log, user_file) if d.severity == "error"]
     for d in diags:

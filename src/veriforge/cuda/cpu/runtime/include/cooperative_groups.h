@@ -21,20 +21,64 @@ inline unsigned tile_mask(unsigned n) {
 // ---- tiles of more than 32 threads (64 ... 1024): several warps ------------------------------
 // CUDA builds their collectives from per-warp collectives plus a barrier and one exchange slot per
 // warp in shared memory (block_tile_memory, or sm_80's reserved shared memory); so do we, with the
-// slots per resident block (thread_local, like __shared__). The barrier is the block's barrier:
-// the scheduler runs a block's threads as fibers and offers no barrier over a subset of warps (a
-// spinning wait would keep threads that have not started yet from ever starting). That is exact
-// when every tile of the block performs the same sequence of tile operations - SPMD code, what
-// multi-warp tiles are used for - and a tile that synchronises where the others do not is reported
-// as a divergent barrier (KernelFault), never a silent wrong answer. Threads that exited do not
-// take part (as at __syncthreads).
+// state per resident block (thread_local, like __shared__).
 constexpr unsigned kMultiWarpSlotBytes = 64;
+struct MultiWarpBarrier {
+    unsigned arrived;      // bit w: warp w of the tile has arrived
+    unsigned generation;
+    uint3 block;           // the block using it (a launch that faulted mid-barrier leaves it dirty)
+    dim3 grid;
+};
 struct MultiWarpState {
+    MultiWarpBarrier barriers[31];  // 16 tiles of 64, 8 of 128, 4 of 256, 2 of 512, 1 of 1024
     alignas(16) unsigned char slot[32][kMultiWarpSlotBytes];  // per warp of the block
 };
 inline thread_local MultiWarpState tl_multi_warp;
 
+#if defined(VF_YIELD_STARTS_NEW_THREADS)
+// The tile's own barrier: every warp of the tile converges (a ballot, which also names its live
+// lanes); the lowest live lane arrives for the warp and - unless it is the last - waits, yielding
+// to the block's other threads, until the tile's last warp arrives. Needs a scheduler whose
+// yield_thread() starts threads that have not run yet before it resumes waiting ones (otherwise
+// two waiting warps would keep the rest of the block from ever starting). As on a GPU, a tile one
+// of whose warps has exited entirely never completes a barrier.
+inline void multi_warp_sync(unsigned n, int line) {
+    unsigned rank = block_rank();
+    unsigned live = __ballot_sync(0xffffffffu, 1, line);  // converge the warp
+    if ((rank & 31u) == (unsigned)__builtin_ctz(live)) {
+        unsigned tile = rank / n, first = tile * n;
+        unsigned last = std::min(first + n, block_size());
+        unsigned warps = (last - first + 31u) / 32u;
+        unsigned expected = warps >= 32 ? 0xffffffffu : (1u << warps) - 1u;
+        MultiWarpBarrier& b = tl_multi_warp.barriers[32u - 2048u / n + tile];
+        unsigned bit = 1u << ((rank - first) / 32u);
+        bool same_block = b.block.x == blockIdx.x && b.block.y == blockIdx.y && b.block.z == blockIdx.z &&
+                          b.grid.x == gridDim.x && b.grid.y == gridDim.y && b.grid.z == gridDim.z;
+        if (!same_block || (b.arrived & bit)) {  // left over from another block or an aborted launch
+            b.arrived = 0;
+            b.block = blockIdx;
+            b.grid = gridDim;
+        }
+        unsigned gen = b.generation;
+        b.arrived |= bit;
+        if (b.arrived == expected) {
+            b.arrived = 0;
+            b.generation = gen + 1;
+        } else {
+            while (*static_cast<volatile unsigned*>(&b.generation) == gen) ::vf::yield_thread();
+        }
+    }
+    __syncwarp(live, line);
+}
+#else
+// The block's barrier: the scheduler runs a block's threads as fibers and resumes waiting threads
+// before it starts new ones, so a spinning wait over a subset of warps could keep threads that have
+// not started from ever starting. Exact when every tile of the block performs the same sequence of
+// tile operations (SPMD code, what multi-warp tiles are used for); a tile that synchronises where
+// the others do not is reported as a divergent barrier (KernelFault), never a silent wrong answer.
+// Threads that exited do not take part (as at __syncthreads).
 inline void multi_warp_sync(unsigned, int line) { ::vf::syncthreads(line); }
+#endif
 }  // namespace details
 
 // block_tile_memory<MaxBlockSize> (CUDA 12; CUDA 11's <TileCommunicationSize, MaxBlockSize> too):
@@ -269,9 +313,15 @@ class coalesced_group {
     unsigned mask_, mrank_, msize_;
 };
 inline coalesced_group coalesced_threads() { return coalesced_group(); }
-inline thread_group tiled_partition(const coalesced_group& g, unsigned n) {
-    (void)g;
-    return thread_group(n);
+// Tiles of n consecutive ranks of a coalesced group (each a coalesced group; the last may be partial).
+inline coalesced_group tiled_partition(const coalesced_group& g, unsigned n) {
+    unsigned tile = g.thread_rank() / n, mask = 0, rank = 0, all = g.get_mask();
+    for (unsigned l = 0; l < 32; ++l)
+        if (all >> l & 1u) {
+            if (rank / n == tile) mask |= 1u << l;
+            ++rank;
+        }
+    return coalesced_group(mask, tile, (g.size() + n - 1) / n);
 }
 
 namespace details {
