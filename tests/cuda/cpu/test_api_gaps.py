@@ -333,6 +333,33 @@ int main() {
     size_t stack = 0; cudaThreadGetLimit(&stack, cudaLimitStackSize);
     printf("stack %zu\n", stack);
 
+    cudaExtent ext = make_cudaExtent(10 * sizeof(int), 3, 2);
+    cudaPitchedPtr vol;
+    SHOW(cudaMalloc3D(&vol, ext));
+    SHOW(cudaMemset3D(vol, 0, ext));
+    int box[2][3][10];
+    for (int z = 0; z < 2; ++z)
+        for (int y = 0; y < 3; ++y)
+            for (int x = 0; x < 10; ++x) box[z][y][x] = z * 100 + y * 10 + x;
+    cudaMemcpy3DParms up = {};
+    up.srcPtr = make_cudaPitchedPtr(box, 10 * sizeof(int), 10, 3);
+    up.dstPtr = vol;
+    up.extent = make_cudaExtent(9 * sizeof(int), 2, 2);   // a sub-box: 9 x 2 x 2
+    up.kind = cudaMemcpyHostToDevice;
+    SHOW(cudaMemcpy3D(&up));
+    int back[2][3][10] = {};
+    cudaMemcpy3DParms down = {};
+    down.srcPtr = vol;
+    down.dstPtr = make_cudaPitchedPtr(back, 10 * sizeof(int), 10, 3);
+    down.extent = ext;
+    down.kind = cudaMemcpyDeviceToHost;
+    SHOW(cudaMemcpy3DAsync(&down, s));
+    printf("pitch %zu box %d %d %d %d\n", vol.pitch, back[1][1][8], back[1][1][9], back[1][2][0], back[0][0][3]);
+    int* pinned; cudaHostAlloc(&pinned, 64, cudaHostAllocDefault);
+    unsigned hflags = 7;
+    SHOW(cudaHostGetFlags(&hflags, pinned));
+    SHOW(cudaMemset2DAsync(vol.ptr, vol.pitch, 0, 8, 3, s));
+
     boom<<<1, 1, 0, s>>>();
     cudaDeviceSynchronize();
     norder = 0;
@@ -403,6 +430,15 @@ def test_memory_pools(host_api_out):
     assert "pool default 1 threshold 1073741824 used 1024 after 0 reserved 1024 high 1024 trimmed 0" in out
     assert "cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &nonzero) = cudaErrorInvalidValue" in out
     assert "pools supported 1 l2max ok 1" in out
+
+
+def test_3d_memory_on_pitched_pointers(host_api_out):
+    assert "cudaMalloc3D(&vol, ext) = cudaSuccess" in host_api_out
+    assert "cudaMemcpy3D(&up) = cudaSuccess" in host_api_out
+    # copied 9 x 2 x 2 of the 10 x 3 x 2 box into a zeroed volume, then the whole volume back
+    assert "pitch 256 box 118 0 0 3" in host_api_out
+    assert "cudaHostGetFlags(&hflags, pinned) = cudaSuccess" in host_api_out
+    assert "cudaMemset2DAsync(vol.ptr, vol.pitch, 0, 8, 3, s) = cudaSuccess" in host_api_out
 
 
 def test_legacy_aliases(host_api_out):

@@ -1185,6 +1185,65 @@ cudaError_t cudaMemset2D(void* ptr, size_t pitch, int value, size_t width, size_
     for (size_t r = 0; r < height; ++r) memset(static_cast<char*>(ptr) + r * pitch, value, width);
     return sticky();
 }
+cudaError_t cudaMemset2DAsync(void* ptr, size_t pitch, int value, size_t width, size_t height, cudaStream_t) {
+    return cudaMemset2D(ptr, pitch, value, width, height);
+}
+cudaError_t cudaHostGetFlags(unsigned int* flags, void* host) {
+    if (!flags) return set_error(cudaErrorInvalidValue);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    const Allocation* a = find_allocation(host);
+    if (!a || a->kind != AllocKind::kHost) {
+        g_last_error = cudaErrorInvalidValue;
+        return cudaErrorInvalidValue;
+    }
+    *flags = 0;  // cudaHostAllocDefault (the flags of cudaHostAlloc are not kept)
+    return cudaSuccess;
+}
+#if defined(VF_HAVE_CUDA_HEADERS)
+// 3D memory on pitched pointers (not CUDA arrays): rows padded to 256 bytes like cudaMallocPitch.
+cudaError_t cudaMalloc3D(struct cudaPitchedPtr* p, struct cudaExtent extent) {
+    if (!p) return set_error(cudaErrorInvalidValue);
+    size_t pitch = (extent.width + 255) / 256 * 256;
+    void* ptr = nullptr;
+    cudaError_t e = cudaMalloc(&ptr, pitch * std::max<size_t>(extent.height, 1) * std::max<size_t>(extent.depth, 1));
+    if (e != cudaSuccess) return e;
+    p->ptr = ptr;
+    p->pitch = pitch;
+    p->xsize = extent.width;
+    p->ysize = extent.height;
+    return cudaSuccess;
+}
+cudaError_t cudaMemset3D(struct cudaPitchedPtr p, int value, struct cudaExtent extent) {
+    if (cudaError_t e = sticky()) return e;
+    if (!p.ptr || extent.width > p.pitch) return set_error(cudaErrorInvalidValue);
+    DeviceAccess access;
+    for (size_t z = 0; z < extent.depth; ++z)
+        for (size_t y = 0; y < extent.height; ++y)
+            memset(static_cast<char*>(p.ptr) + (z * p.ysize + y) * p.pitch, value, extent.width);
+    return cudaSuccess;
+}
+cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr p, int value, struct cudaExtent extent, cudaStream_t) {
+    return cudaMemset3D(p, value, extent);
+}
+cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* m) {
+    if (cudaError_t e = sticky()) return e;
+    if (!m) return set_error(cudaErrorInvalidValue);
+    if (m->srcArray || m->dstArray) return set_error(cudaErrorNotSupported);  // CUDA arrays (textures)
+    const cudaPitchedPtr &s = m->srcPtr, &d = m->dstPtr;
+    size_t width = m->extent.width;
+    if (!s.ptr || !d.ptr || m->srcPos.x + width > s.pitch || m->dstPos.x + width > d.pitch)
+        return set_error(cudaErrorInvalidValue);
+    DeviceAccess access;
+    for (size_t z = 0; z < m->extent.depth; ++z)
+        for (size_t y = 0; y < m->extent.height; ++y) {
+            size_t so = ((m->srcPos.z + z) * s.ysize + m->srcPos.y + y) * s.pitch + m->srcPos.x;
+            size_t dof = ((m->dstPos.z + z) * d.ysize + m->dstPos.y + y) * d.pitch + m->dstPos.x;
+            copy_bytes(static_cast<char*>(d.ptr) + dof, static_cast<const char*>(s.ptr) + so, width);
+        }
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* m, cudaStream_t) { return cudaMemcpy3D(m); }
+#endif
 // Symbols (__device__ / __constant__ variables) are ordinary host globals: the "symbol" the
 // cuda_runtime.h templates pass is the variable's address.
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
