@@ -401,13 +401,27 @@ def parse_diagnostics(log: str, user_file: str) -> list[Diagnostic]:
     return diags
 
 
+def _where_called(symbol: str, user_file: str, source: str) -> str:
+    """``name (file:line: code)`` for the first use of a function the linker could not find."""
+    from veriforge.cuda.cpu.source import line_of, mask_source
+
+    name = symbol.split("(")[0].strip()
+    m = re.search(r"\b" + re.escape(name) + r"\b", mask_source(source))
+    if not m:
+        return name
+    line = line_of(source, m.start())
+    code = source.splitlines()[line - 1].strip()[:100]
+    return f"{name} ({user_file}:{line}: {code})"
+
+
 def _raise_for_build_failure(rt: BuiltRuntime, log: str, user_file: str, source: str) -> None:
     log = rt.scrub(log)
     undefined = sorted(set(_UNDEFINED.findall(log)))
     cuda_missing = [u for u in undefined if re.match(r"(cuda|cu[A-Z]|cublas|cufft|curand|cusparse|nvrtc)", u)]
     if cuda_missing:
         raise UnsupportedFeatureError(
-            "CUDA API function(s) not supported by the CPU runtime: " + ", ".join(cuda_missing[:8])
+            "CUDA API function(s) not supported by the CPU runtime: "
+            + "; ".join(_where_called(u, user_file, source) for u in cuda_missing[:8])
         )
     diags = [d for d in parse_diagnostics(log, user_file) if d.severity == "error"]
     for d in diags:
