@@ -1036,7 +1036,12 @@ void yield_thread() {
     Thread* t = enter_scheduler(w);
     bool others = w->run_count || block_cursor.next < w->n;
     if (!others) return;
-    Fiber* next = pick_next(w);  // before queueing ourselves, so someone else runs first
+    // Start a thread that has not run yet before resuming waiting ones: spin-waits in two threads
+    // (clock64 loops, __nanosleep, multi-warp tile barriers) must not keep the rest of the block
+    // from ever starting.
+    Fiber* next = (!w->faulted && block_cursor.next < w->n)
+                      ? pick_unstarted(w)
+                      : pick_next(w);  // before queueing ourselves, so someone else runs first
     push_runnable(w, t);
     switch_to(w, t->fiber, next);
 }

@@ -2,6 +2,8 @@
 // own sources. Kept small and dependency-free so the runtime objects build once and every user
 // module links against the same ABI.
 #pragma once
+// yield_thread() starts not-yet-started threads first (cooperative_groups.h: exact multi-warp tile barriers)
+#define VF_YIELD_STARTS_NEW_THREADS 1
 
 #include <cstddef>
 #include <cstdint>
