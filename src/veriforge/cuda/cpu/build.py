@@ -436,16 +436,22 @@ def _first_use(names: Sequence[str], sources: Mapping[str, str]) -> str | None:
     return declared
 
 
+def _named_use(symbol: str, sources: Mapping[str, str]) -> str:
+    """``name (file:line: code)`` of the first use of a function the linker could not find."""
+    name = symbol.split("(")[0].strip()
+    where = _first_use([symbol], sources)
+    return f"{name} ({where})" if where else name
+
+
 def _raise_for_build_failure(rt: BuiltRuntime, log: str, user_file: str, source: str,
                              sources: Mapping[str, str] | None = None) -> None:
     log = rt.scrub(log)
     undefined = sorted(set(_UNDEFINED.findall(log)))
     cuda_missing = [u for u in undefined if re.match(r"(cuda|cu[A-Z]|cublas|cufft|curand|cusparse|nvrtc)", u)]
     if cuda_missing:
-        where = _first_use(cuda_missing, sources or {user_file: source})
         raise UnsupportedFeatureError(
-            "CUDA API function(s) not supported by the CPU runtime: " + ", ".join(cuda_missing[:8])
-            + (f" ({where})" if where else "")
+            "CUDA API function(s) not supported by the CPU runtime: "
+            + "; ".join(_named_use(u, sources or {user_file: source}) for u in cuda_missing[:8])
         )
     diags = [d for d in parse_diagnostics(log, user_file, list(sources or ())) if d.severity == "error"]
     if sources:  # a header's error repeats in every translation unit that includes it

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <time.h>
 #include <unistd.h>
 
 #include "vf_core.h"
@@ -35,6 +36,8 @@ void call_begin();
 int call_end(std::string& message);
 void register_device_buffer(void* ptr, size_t size);
 void unregister_device_buffers();
+long long device_clock64();                 // vf_intrinsics.h
+unsigned long long device_globaltimer();
 }  // namespace vf
 
 namespace {
@@ -65,9 +68,51 @@ std::map<const void*, int> g_func_max_dynamic_smem;
 constexpr size_t kDeviceMemory = size_t(16) << 30;  // reported global memory: 16 GiB
 constexpr int kNumSMs = 16;
 
+// Streams are synchronous; a stream only remembers what programs may query back: its flags,
+// priority, id and the attributes set on it (L2 access-policy windows and the like are accepted
+// and recorded, with no effect on a CPU). The default/legacy/per-thread handles share one.
 struct Stream {
-    unsigned flags;
+    unsigned flags = 0;
+    int priority = 0;
+    unsigned long long id = 0;
+#if defined(VF_HAVE_CUDA_HEADERS)
+    std::map<int, cudaStreamAttrValue> attrs;
+#endif
 };
+Stream g_default_stream;
+std::atomic<unsigned long long> g_stream_ids{1};
+// Stream priorities as on an H100: 0 (least) ... -5 (greatest).
+constexpr int kLeastPriority = 0, kGreatestPriority = -5;
+inline Stream* stream_of(cudaStream_t s) {
+    uintptr_t v = reinterpret_cast<uintptr_t>(s);
+    return v <= 2 ? &g_default_stream : reinterpret_cast<Stream*>(s);  // 0, cudaStreamLegacy, PerThread
+}
+Stream* new_stream(unsigned flags, int priority) {
+    Stream* st = new Stream();
+    st->flags = flags;
+    st->priority = std::min(kLeastPriority, std::max(kGreatestPriority, priority));
+    st->id = g_stream_ids.fetch_add(1);
+    return st;
+}
+
+// Device limits (cudaDeviceSetLimit): recorded and reported back; none changes execution.
+constexpr size_t kPersistingL2Max = 39321600;  // 75% of the 50 MB L2, as on A100/H100-class parts
+constexpr int kAccessPolicyMaxWindow = 134213632;
+std::map<int, size_t> g_limits;
+
+// Stream-ordered memory pools. Allocation is immediate (streams are synchronous); a pool keeps
+// its attributes and counts used / reserved bytes like CUDA's: freed memory stays reserved up to
+// the release threshold (the default pool's is 0, so it is released at once), cudaMemPoolTrimTo
+// releases it.
+struct MemPool {
+    uint64_t release_threshold = 0;
+    int reuse_follow = 1, reuse_opportunistic = 1, reuse_internal = 1;
+    uint64_t used = 0, used_high = 0, reserved = 0, reserved_high = 0;
+    bool is_default = false;
+};
+MemPool g_default_pool{0, 1, 1, 1, 0, 0, 0, 0, true};
+MemPool* g_current_pool = &g_default_pool;
+std::map<const void*, std::pair<MemPool*, size_t>> g_pool_allocations;
 struct Event {
     std::chrono::steady_clock::time_point when;
     bool recorded;
@@ -507,6 +552,52 @@ void vf::note_symbol(const void* address, size_t size) {
     if (!find_allocation(address)) g_allocations[address] = Allocation{size, AllocKind::kSymbol};
 }
 
+// ---- device clocks -----------------------------------------------------------------------------
+// clock64() / clock() in device code count cycles of the reported 1.755 GHz clock, derived from the
+// monotonic clock (so a spin-wait `while (clock64() - t0 < n)` lasts n / 1.755 GHz of wall time,
+// and measured cycle counts are plausible). Threads of a block run one after another on a worker,
+// so a thread that keeps reading the clock - a spin-wait - yields to the block's other threads at
+// most every 20 us, as __nanosleep does: the threads then wait side by side (a block whose every
+// thread sleeps N cycles takes ~N cycles, not N per thread), and a thread that spins until another
+// thread of its block has done something does not starve that thread.
+namespace {
+constexpr long long kClockKHz = 1755000;       // cudaDeviceProp::clockRate
+constexpr long long kSpinSliceNs = 20000;
+thread_local long long tl_last_clock_yield = 0;  // per worker thread
+inline long long monotonic_ns() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+inline long long device_ns() {
+    long long ns = monotonic_ns();
+    if (vf::in_kernel() && ns - tl_last_clock_yield >= kSpinSliceNs) {
+        tl_last_clock_yield = ns;
+        vf::yield_thread();
+        ns = monotonic_ns();
+    }
+    return ns;
+}
+}  // namespace
+
+long long vf::device_clock64() {
+    long long ns = device_ns();
+    // cycles = ns * 1.755 without overflow for any uptime
+    return (ns / 1000000) * kClockKHz + (ns % 1000000) * kClockKHz / 1000000;
+}
+
+unsigned long long vf::device_globaltimer() { return (unsigned long long)device_ns(); }
+
+// clock() is one name for two functions: CUDA's device clock() (cycles) and the C library's
+// (processor time of the process, CLOCKS_PER_SEC units). A definition in the executable takes
+// the place of glibc's, so inside a kernel it is the device clock and elsewhere glibc's.
+extern "C" clock_t clock(void) noexcept {
+    if (vf::in_kernel()) return (clock_t)vf::device_clock64();
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return (clock_t)-1;
+    return (clock_t)(ts.tv_sec * (long long)CLOCKS_PER_SEC + ts.tv_nsec / (1000000000LL / CLOCKS_PER_SEC));
+}
+
 // glibc's assert() calls __assert_fail; a definition in the executable wins over libc's, so this
 // catches every assert whichever header defined the macro (<cassert> may be re-included by the
 // user after our prelude). In device code a failed assert aborts the kernel like on a GPU -
@@ -580,6 +671,12 @@ cudaError_t cudaPeekAtLastError(void) {
     X(cudaErrorAssert, "device-side assert triggered")                                            \
     X(cudaErrorLaunchFailure, "unspecified launch failure")                                       \
     X(cudaErrorNotSupported, "operation not supported")                                           \
+    X(cudaErrorInvalidDevicePointer, "invalid device pointer")                                    \
+    X(cudaErrorUnsupportedLimit, "limit is not supported on this architecture")                  \
+    X(cudaErrorPeerAccessUnsupported, "peer access is not supported between these two devices")  \
+    X(cudaErrorPeerAccessAlreadyEnabled, "peer access is already enabled")                        \
+    X(cudaErrorPeerAccessNotEnabled, "peer access has not been enabled")                          \
+    X(cudaErrorNotPermitted, "operation not permitted")                                           \
     X(cudaErrorUnknown, "unknown error")
 
 const char* cudaGetErrorString(cudaError_t e) {
@@ -616,15 +713,72 @@ cudaError_t cudaDeviceReset(void) {
     g_last_error = g_sticky_error = cudaSuccess;
     return cudaSuccess;
 }
-cudaError_t cudaThreadSynchronize(void) { return sticky(); }
-cudaError_t cudaDeviceSetLimit(enum cudaLimit, size_t) { return cudaSuccess; }
+// Limits are recorded and read back (none changes execution). The persisting-L2 size is capped
+// at the device's maximum, as CUDA rounds it down.
+static bool known_limit(int limit, size_t* default_value) {
+    switch (limit) {
+        case cudaLimitStackSize: *default_value = 1024; return true;
+        case cudaLimitPrintfFifoSize: *default_value = 1 << 20; return true;
+        case cudaLimitMallocHeapSize: *default_value = 8 << 20; return true;
+#if defined(VF_HAVE_CUDA_HEADERS)
+        case cudaLimitDevRuntimeSyncDepth: *default_value = 2; return true;
+        case cudaLimitDevRuntimePendingLaunchCount: *default_value = 2048; return true;
+        case cudaLimitMaxL2FetchGranularity: *default_value = 32; return true;
+        case cudaLimitPersistingL2CacheSize: *default_value = 0; return true;
+#endif
+        default: return false;
+    }
+}
+cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
+    size_t def;
+    if (!known_limit((int)limit, &def)) return set_error(cudaErrorUnsupportedLimit);
+#if defined(VF_HAVE_CUDA_HEADERS)
+    if (limit == cudaLimitPersistingL2CacheSize) value = std::min(value, kPersistingL2Max);
+    if (limit == cudaLimitMaxL2FetchGranularity && (value > 128 || (value & (value - 1))))
+        return set_error(cudaErrorInvalidValue);
+#endif
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_limits[(int)limit] = value;
+    return g_sticky_error;
+}
 cudaError_t cudaDeviceGetLimit(size_t* value, enum cudaLimit limit) {
-    *value = limit == cudaLimitStackSize ? 1024 : (limit == cudaLimitPrintfFifoSize ? (1 << 20) : 0);
+    size_t def;
+    if (!value) return set_error(cudaErrorInvalidValue);
+    if (!known_limit((int)limit, &def)) return set_error(cudaErrorUnsupportedLimit);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_limits.find((int)limit);
+    *value = it == g_limits.end() ? def : it->second;
     return cudaSuccess;
 }
 cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache) { return cudaSuccess; }
 cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache* c) {
     *c = cudaFuncCachePreferNone;
+    return cudaSuccess;
+}
+// Pre-CUDA-4 names of the device functions (declared in vf_api_templates.h: CUDA 13 dropped them).
+cudaError_t cudaThreadSynchronize(void) { return cudaDeviceSynchronize(); }
+cudaError_t cudaThreadExit(void) { return cudaDeviceReset(); }
+cudaError_t cudaThreadSetLimit(enum cudaLimit limit, size_t value) { return cudaDeviceSetLimit(limit, value); }
+cudaError_t cudaThreadGetLimit(size_t* value, enum cudaLimit limit) { return cudaDeviceGetLimit(value, limit); }
+cudaError_t cudaThreadSetCacheConfig(enum cudaFuncCache c) { return cudaDeviceSetCacheConfig(c); }
+cudaError_t cudaThreadGetCacheConfig(enum cudaFuncCache* c) { return cudaDeviceGetCacheConfig(c); }
+cudaError_t cudaInitDevice(int device, unsigned int, unsigned int) {
+    return set_error(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+}
+cudaError_t cudaSetValidDevices(int* devices, int len) {
+    for (int i = 0; i < len; ++i)
+        if (!devices || devices[i] != 0) return set_error(cudaErrorInvalidDevice);
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceGetPCIBusId(char* bus_id, int len, int device) {
+    if (!bus_id || len <= 0) return set_error(cudaErrorInvalidValue);
+    if (device != 0) return set_error(cudaErrorInvalidDevice);
+    snprintf(bus_id, (size_t)len, "0000:00:00.0");
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* bus_id) {
+    if (!device || !bus_id) return set_error(cudaErrorInvalidValue);
+    *device = 0;
     return cudaSuccess;
 }
 cudaError_t cudaRuntimeGetVersion(int* v) {
@@ -636,8 +790,8 @@ cudaError_t cudaDriverGetVersion(int* v) {
     return cudaSuccess;
 }
 cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
-    if (least) *least = 0;
-    if (greatest) *greatest = -5;
+    if (least) *least = kLeastPriority;
+    if (greatest) *greatest = kGreatestPriority;
     return cudaSuccess;
 }
 
@@ -692,6 +846,17 @@ cudaError_t cudaGetDeviceProperties(struct VF_DEVICE_PROP_PARAM* base, int devic
     p->reservedSharedMemPerBlock = 1024;
     p->hostNativeAtomicSupported = 1;
     p->pageableMemoryAccess = 1;
+    p->persistingL2CacheMaxSize = (int)kPersistingL2Max;
+#if defined(VF_HAVE_CUDA_HEADERS)
+    p->accessPolicyMaxWindowSize = kAccessPolicyMaxWindow;
+    p->memoryPoolsSupported = 1;
+    p->computePreemptionSupported = 1;
+    p->directManagedMemAccessFromHost = 1;
+    p->hostRegisterSupported = 1;
+    p->canUseHostPointerForRegisteredMem = 1;
+    p->maxTexture1DLinear = 0;
+    p->singleToDoublePrecisionPerfRatio = 2;
+#endif
     return cudaSuccess;
 }
 
@@ -730,6 +895,19 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int dev
         case cudaDevAttrConcurrentManagedAccess: case cudaDevAttrPageableMemoryAccess:
         case cudaDevAttrGlobalL1CacheSupported: case cudaDevAttrLocalL1CacheSupported:
         case cudaDevAttrStreamPrioritiesSupported: *value = 1; break;
+        case cudaDevAttrMemoryPoolsSupported: case cudaDevAttrHostRegisterSupported:
+        case cudaDevAttrHostNativeAtomicSupported: case cudaDevAttrComputePreemptionSupported:
+        case cudaDevAttrDirectManagedMemAccessFromHost: case cudaDevAttrCanUseHostPointerForRegisteredMem:
+        case cudaDevAttrGpuOverlap: *value = 1; break;
+        case cudaDevAttrMaxPersistingL2CacheSize: *value = (int)kPersistingL2Max; break;
+        case cudaDevAttrMaxAccessPolicyWindowSize: *value = kAccessPolicyMaxWindow; break;
+        case cudaDevAttrReservedSharedMemoryPerBlock: *value = 1024; break;
+        case cudaDevAttrSingleToDoublePrecisionPerfRatio: *value = 2; break;
+        case cudaDevAttrTextureAlignment: *value = 512; break;
+        case cudaDevAttrTexturePitchAlignment: *value = 32; break;
+        case cudaDevAttrMemSyncDomainCount: *value = 4; break;
+        case cudaDevAttrComputeMode: *value = cudaComputeModeDefault; break;
+        // Not offered: cooperative launches, clusters, IPC / fabric handles, peer access, ECC...
 #endif
         case cudaDevAttrUnifiedAddressing: case cudaDevAttrManagedMemory: case cudaDevAttrConcurrentKernels:
         case cudaDevAttrCanMapHostMemory: *value = 1; break;
@@ -752,7 +930,162 @@ cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int) {
     *ptr = device_alloc(size, AllocKind::kManaged);
     return *ptr ? cudaSuccess : set_error(cudaErrorMemoryAllocation);
 }
-cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t) { return cudaMalloc(ptr, size); }
+static cudaError_t pool_alloc(void** ptr, size_t size, MemPool* p) {
+    cudaError_t e = cudaMalloc(ptr, size);
+    if (e != cudaSuccess) return e;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_pool_allocations[*ptr] = {p, size};
+    p->used += size;
+    p->used_high = std::max(p->used_high, p->used);
+    p->reserved = std::max(p->reserved, p->used);
+    p->reserved_high = std::max(p->reserved_high, p->reserved);
+    return cudaSuccess;
+}
+cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t) { return pool_alloc(ptr, size, g_current_pool); }
+#if defined(VF_HAVE_CUDA_HEADERS)
+cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t) {
+    if (!pool) return set_error(cudaErrorInvalidValue);
+    return pool_alloc(ptr, size, reinterpret_cast<MemPool*>(pool));
+}
+// ---- memory pools: the device's default pool, user pools; attributes as CUDA defines them ------
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+    if (!pool) return set_error(cudaErrorInvalidValue);
+    if (device != 0) return set_error(cudaErrorInvalidDevice);
+    *pool = reinterpret_cast<cudaMemPool_t>(&g_default_pool);
+    return sticky();
+}
+cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* pool, int device) {
+    if (!pool) return set_error(cudaErrorInvalidValue);
+    if (device != 0) return set_error(cudaErrorInvalidDevice);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    *pool = reinterpret_cast<cudaMemPool_t>(g_current_pool);
+    return g_sticky_error;
+}
+cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool) {
+    if (!pool) return set_error(cudaErrorInvalidValue);
+    if (device != 0) return set_error(cudaErrorInvalidDevice);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_current_pool = reinterpret_cast<MemPool*>(pool);
+    return g_sticky_error;
+}
+cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const struct cudaMemPoolProps* props) {
+    if (!pool || !props) return set_error(cudaErrorInvalidValue);
+    if (props->location.type == cudaMemLocationTypeDevice && props->location.id != 0)
+        return set_error(cudaErrorInvalidDevice);
+    *pool = reinterpret_cast<cudaMemPool_t>(new MemPool());
+    return sticky();
+}
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
+    MemPool* p = reinterpret_cast<MemPool*>(pool);
+    if (!p || p->is_default) return set_error(cudaErrorInvalidValue);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_current_pool == p) g_current_pool = &g_default_pool;
+    // Memory still allocated from it stays valid until freed (as CUDA defers the destruction).
+    if (p->used == 0) delete p;
+    return g_sticky_error;
+}
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void* value) {
+    MemPool* p = reinterpret_cast<MemPool*>(pool);
+    if (!p || !value) return set_error(cudaErrorInvalidValue);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    switch (attr) {
+        case cudaMemPoolReuseFollowEventDependencies: p->reuse_follow = *static_cast<int*>(value) != 0; break;
+        case cudaMemPoolReuseAllowOpportunistic: p->reuse_opportunistic = *static_cast<int*>(value) != 0; break;
+        case cudaMemPoolReuseAllowInternalDependencies: p->reuse_internal = *static_cast<int*>(value) != 0; break;
+        case cudaMemPoolAttrReleaseThreshold:
+            p->release_threshold = *static_cast<uint64_t*>(value);
+            break;
+        case cudaMemPoolAttrReservedMemHigh:  // may only be reset (to the current value) by writing 0
+            if (*static_cast<uint64_t*>(value) != 0) {
+                g_last_error = cudaErrorInvalidValue;
+                return cudaErrorInvalidValue;
+            }
+            p->reserved_high = p->reserved;
+            break;
+        case cudaMemPoolAttrUsedMemHigh:
+            if (*static_cast<uint64_t*>(value) != 0) {
+                g_last_error = cudaErrorInvalidValue;
+                return cudaErrorInvalidValue;
+            }
+            p->used_high = p->used;
+            break;
+        default:
+            g_last_error = cudaErrorInvalidValue;
+            return cudaErrorInvalidValue;
+    }
+    return g_sticky_error;
+}
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void* value) {
+    MemPool* p = reinterpret_cast<MemPool*>(pool);
+    if (!p || !value) return set_error(cudaErrorInvalidValue);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    switch (attr) {
+        case cudaMemPoolReuseFollowEventDependencies: *static_cast<int*>(value) = p->reuse_follow; break;
+        case cudaMemPoolReuseAllowOpportunistic: *static_cast<int*>(value) = p->reuse_opportunistic; break;
+        case cudaMemPoolReuseAllowInternalDependencies: *static_cast<int*>(value) = p->reuse_internal; break;
+        case cudaMemPoolAttrReleaseThreshold: *static_cast<uint64_t*>(value) = p->release_threshold; break;
+        case cudaMemPoolAttrReservedMemCurrent: *static_cast<uint64_t*>(value) = p->reserved; break;
+        case cudaMemPoolAttrReservedMemHigh: *static_cast<uint64_t*>(value) = p->reserved_high; break;
+        case cudaMemPoolAttrUsedMemCurrent: *static_cast<uint64_t*>(value) = p->used; break;
+        case cudaMemPoolAttrUsedMemHigh: *static_cast<uint64_t*>(value) = p->used_high; break;
+        default:
+            g_last_error = cudaErrorInvalidValue;
+            return cudaErrorInvalidValue;
+    }
+    return g_sticky_error;
+}
+// Releases reserved memory beyond what is in use, keeping at least `keep` bytes reserved.
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
+    MemPool* p = reinterpret_cast<MemPool*>(pool);
+    if (!p) return set_error(cudaErrorInvalidValue);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    p->reserved = std::max<uint64_t>(p->used, std::min<uint64_t>(p->reserved, keep));
+    return g_sticky_error;
+}
+cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool, const struct cudaMemAccessDesc* list, size_t count) {
+    if (!pool || (count && !list)) return set_error(cudaErrorInvalidValue);
+    for (size_t i = 0; i < count; ++i)
+        if (list[i].location.type == cudaMemLocationTypeDevice && list[i].location.id != 0)
+            return set_error(cudaErrorInvalidDevice);
+    return sticky();
+}
+cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags* flags, cudaMemPool_t pool, struct cudaMemLocation* location) {
+    if (!flags || !pool || !location) return set_error(cudaErrorInvalidValue);
+    if (location->type == cudaMemLocationTypeDevice && location->id != 0) return set_error(cudaErrorInvalidDevice);
+    *flags = cudaMemAccessFlagsProtReadWrite;
+    return sticky();
+}
+cudaError_t cudaDeviceGetP2PAttribute(int* value, enum cudaDeviceP2PAttr, int src, int dst) {
+    if (!value) return set_error(cudaErrorInvalidValue);
+    (void)src;
+    (void)dst;
+    return set_error(cudaErrorInvalidDevice);  // one device: no pair of distinct devices exists
+}
+cudaError_t cudaMemAdvise(const void*, size_t, enum cudaMemoryAdvise, struct cudaMemLocation) { return sticky(); }
+#endif
+// ---- peer access: one device, so there is no peer ----------------------------------------------
+// canAccessPeer is 0 for every pair (a device is not its own peer); enabling or disabling access
+// to a peer fails with cudaErrorInvalidDevice, as CUDA answers for the current device or a
+// device that does not exist.
+cudaError_t cudaDeviceCanAccessPeer(int* can, int device, int peer) {
+    if (!can) return set_error(cudaErrorInvalidValue);
+    if (device != 0 || peer != 0) return set_error(cudaErrorInvalidDevice);
+    *can = 0;
+    return sticky();
+}
+cudaError_t cudaDeviceEnablePeerAccess(int, unsigned int flags) {
+    if (flags != 0) return set_error(cudaErrorInvalidValue);
+    return set_error(cudaErrorInvalidDevice);
+}
+cudaError_t cudaDeviceDisablePeerAccess(int) { return set_error(cudaErrorInvalidDevice); }
+cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_device, size_t count) {
+    if (dst_device != 0 || src_device != 0) return set_error(cudaErrorInvalidDevice);
+    return cudaMemcpy(dst, src, count, cudaMemcpyDeviceToDevice);
+}
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count,
+                                cudaStream_t) {
+    return cudaMemcpyPeer(dst, dst_device, src, src_device, count);
+}
 cudaError_t cudaMallocPitch(void** ptr, size_t* pitch, size_t width, size_t height) {
     *pitch = (width + 255) / 256 * 256;
     return cudaMalloc(ptr, *pitch * height);
@@ -766,7 +1099,16 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int) { return cudaMa
 cudaError_t cudaFree(void* ptr) {
     if (!ptr) return cudaSuccess;
     if (cudaError_t e = sticky()) return e;
-    return device_free(ptr, AllocKind::kDevice, AllocKind::kManaged) ? cudaSuccess : set_error(cudaErrorInvalidValue);
+    if (!device_free(ptr, AllocKind::kDevice, AllocKind::kManaged)) return set_error(cudaErrorInvalidValue);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_pool_allocations.find(ptr);
+    if (it != g_pool_allocations.end()) {  // memory of a pool (cudaMallocAsync): stays reserved up to the threshold
+        MemPool* p = it->second.first;
+        p->used -= it->second.second;
+        p->reserved = std::max(p->used, std::min(p->reserved, p->used + p->release_threshold));
+        g_pool_allocations.erase(it);
+    }
+    return cudaSuccess;
 }
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
 cudaError_t cudaFreeHost(void* ptr) {
@@ -843,6 +1185,65 @@ cudaError_t cudaMemset2D(void* ptr, size_t pitch, int value, size_t width, size_
     for (size_t r = 0; r < height; ++r) memset(static_cast<char*>(ptr) + r * pitch, value, width);
     return sticky();
 }
+cudaError_t cudaMemset2DAsync(void* ptr, size_t pitch, int value, size_t width, size_t height, cudaStream_t) {
+    return cudaMemset2D(ptr, pitch, value, width, height);
+}
+cudaError_t cudaHostGetFlags(unsigned int* flags, void* host) {
+    if (!flags) return set_error(cudaErrorInvalidValue);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    const Allocation* a = find_allocation(host);
+    if (!a || a->kind != AllocKind::kHost) {
+        g_last_error = cudaErrorInvalidValue;
+        return cudaErrorInvalidValue;
+    }
+    *flags = 0;  // cudaHostAllocDefault (the flags of cudaHostAlloc are not kept)
+    return cudaSuccess;
+}
+#if defined(VF_HAVE_CUDA_HEADERS)
+// 3D memory on pitched pointers (not CUDA arrays): rows padded to 256 bytes like cudaMallocPitch.
+cudaError_t cudaMalloc3D(struct cudaPitchedPtr* p, struct cudaExtent extent) {
+    if (!p) return set_error(cudaErrorInvalidValue);
+    size_t pitch = (extent.width + 255) / 256 * 256;
+    void* ptr = nullptr;
+    cudaError_t e = cudaMalloc(&ptr, pitch * std::max<size_t>(extent.height, 1) * std::max<size_t>(extent.depth, 1));
+    if (e != cudaSuccess) return e;
+    p->ptr = ptr;
+    p->pitch = pitch;
+    p->xsize = extent.width;
+    p->ysize = extent.height;
+    return cudaSuccess;
+}
+cudaError_t cudaMemset3D(struct cudaPitchedPtr p, int value, struct cudaExtent extent) {
+    if (cudaError_t e = sticky()) return e;
+    if (!p.ptr || extent.width > p.pitch) return set_error(cudaErrorInvalidValue);
+    DeviceAccess access;
+    for (size_t z = 0; z < extent.depth; ++z)
+        for (size_t y = 0; y < extent.height; ++y)
+            memset(static_cast<char*>(p.ptr) + (z * p.ysize + y) * p.pitch, value, extent.width);
+    return cudaSuccess;
+}
+cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr p, int value, struct cudaExtent extent, cudaStream_t) {
+    return cudaMemset3D(p, value, extent);
+}
+cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* m) {
+    if (cudaError_t e = sticky()) return e;
+    if (!m) return set_error(cudaErrorInvalidValue);
+    if (m->srcArray || m->dstArray) return set_error(cudaErrorNotSupported);  // CUDA arrays (textures)
+    const cudaPitchedPtr &s = m->srcPtr, &d = m->dstPtr;
+    size_t width = m->extent.width;
+    if (!s.ptr || !d.ptr || m->srcPos.x + width > s.pitch || m->dstPos.x + width > d.pitch)
+        return set_error(cudaErrorInvalidValue);
+    DeviceAccess access;
+    for (size_t z = 0; z < m->extent.depth; ++z)
+        for (size_t y = 0; y < m->extent.height; ++y) {
+            size_t so = ((m->srcPos.z + z) * s.ysize + m->srcPos.y + y) * s.pitch + m->srcPos.x;
+            size_t dof = ((m->dstPos.z + z) * d.ysize + m->dstPos.y + y) * d.pitch + m->dstPos.x;
+            copy_bytes(static_cast<char*>(d.ptr) + dof, static_cast<const char*>(s.ptr) + so, width);
+        }
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* m, cudaStream_t) { return cudaMemcpy3D(m); }
+#endif
 // Symbols (__device__ / __constant__ variables) are ordinary host globals: the "symbol" the
 // cuda_runtime.h templates pass is the variable's address.
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
@@ -879,22 +1280,108 @@ cudaError_t cudaMemPrefetchAsync(const void*, size_t, struct cudaMemLocation, un
 
 // ---- streams and events (synchronous: work runs in issue order) ------------------------------
 cudaError_t cudaStreamCreate(cudaStream_t* s) {
-    *s = reinterpret_cast<cudaStream_t>(new Stream{0});
+    if (!s) return set_error(cudaErrorInvalidValue);
+    *s = reinterpret_cast<cudaStream_t>(new_stream(0, 0));
     return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags) {
-    *s = reinterpret_cast<cudaStream_t>(new Stream{flags});
+    if (!s || flags > 1u) return set_error(cudaErrorInvalidValue);
+    *s = reinterpret_cast<cudaStream_t>(new_stream(flags, 0));
     return cudaSuccess;
 }
-cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags, int) {
-    return cudaStreamCreateWithFlags(s, flags);
+// Out-of-range priorities are clamped to [greatest, least], as CUDA does.
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags, int priority) {
+    if (!s || flags > 1u) return set_error(cudaErrorInvalidValue);
+    *s = reinterpret_cast<cudaStream_t>(new_stream(flags, priority));
+    return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
-    delete reinterpret_cast<Stream*>(s);
+    if (reinterpret_cast<uintptr_t>(s) > 2) delete reinterpret_cast<Stream*>(s);
     return cudaSuccess;
 }
+cudaError_t cudaStreamGetPriority(cudaStream_t s, int* priority) {
+    if (!priority) return set_error(cudaErrorInvalidValue);
+    *priority = stream_of(s)->priority;
+    return sticky();
+}
+cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned int* flags) {
+    if (!flags) return set_error(cudaErrorInvalidValue);
+    *flags = stream_of(s)->flags;
+    return sticky();
+}
+cudaError_t cudaStreamGetId(cudaStream_t s, unsigned long long* id) {
+    if (!id) return set_error(cudaErrorInvalidValue);
+    *id = stream_of(s)->id;
+    return sticky();
+}
+cudaError_t cudaStreamGetDevice(cudaStream_t, int* device) {
+    if (!device) return set_error(cudaErrorInvalidValue);
+    *device = 0;
+    return sticky();
+}
+// All work ran when it was issued: a stream is always complete (cudaSuccess, never
+// cudaErrorNotReady), unless the device has faulted.
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return sticky(); }
 cudaError_t cudaStreamQuery(cudaStream_t) { return sticky(); }
+// Stream callbacks and host functions run at once, in issue order (everything before them in
+// the stream has completed). A callback receives the stream's status: cudaSuccess, or the sticky
+// error of a faulted device. After a fault, host functions are not run (as CUDA skips them).
+cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t callback, void* user_data, unsigned int flags) {
+    if (!callback || flags != 0) return set_error(cudaErrorInvalidValue);
+    cudaError_t status = sticky();
+    callback(s, status, user_data);
+    return status;
+}
+cudaError_t cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t fn, void* user_data) {
+    if (!fn) return set_error(cudaErrorInvalidValue);
+    if (cudaError_t e = sticky()) return e;
+    fn(user_data);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamAttachMemAsync(cudaStream_t, void*, size_t, unsigned int) { return sticky(); }
+#if defined(VF_HAVE_CUDA_HEADERS)
+// Stream attributes (access-policy window, synchronization policy, priority, memory sync domain):
+// recorded per stream and returned by cudaStreamGetAttribute; unset ones read as zero (the
+// priority attribute is the stream's priority).
+cudaError_t cudaStreamSetAttribute(cudaStream_t s, cudaStreamAttrID attr, const cudaStreamAttrValue* value) {
+    if (!value) return set_error(cudaErrorInvalidValue);
+    Stream* st = stream_of(s);
+    if (attr == cudaStreamAttributeAccessPolicyWindow) {
+        const cudaAccessPolicyWindow& w = value->accessPolicyWindow;
+        if (w.num_bytes > (size_t)kAccessPolicyMaxWindow || w.hitRatio < 0.0f || w.hitRatio > 1.0f)
+            return set_error(cudaErrorInvalidValue);
+    }
+    if (attr == cudaStreamAttributePriority) {
+        st->priority = std::min(kLeastPriority, std::max(kGreatestPriority, value->priority));
+        return sticky();
+    }
+    std::lock_guard<std::mutex> lock(g_mutex);
+    st->attrs[(int)attr] = *value;
+    return g_sticky_error;
+}
+cudaError_t cudaStreamGetAttribute(cudaStream_t s, cudaStreamAttrID attr, cudaStreamAttrValue* value) {
+    if (!value) return set_error(cudaErrorInvalidValue);
+    Stream* st = stream_of(s);
+    memset(static_cast<void*>(value), 0, sizeof *value);
+    if (attr == cudaStreamAttributePriority) {
+        value->priority = st->priority;
+        return sticky();
+    }
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = st->attrs.find((int)attr);
+    if (it != st->attrs.end()) *value = it->second;
+    return g_sticky_error;
+}
+cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
+    Stream* d = stream_of(dst);
+    Stream* from = stream_of(src);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    d->attrs = from->attrs;
+    d->priority = from->priority;
+    return g_sticky_error;
+}
+#endif
+cudaError_t cudaCtxResetPersistingL2Cache(void) { return sticky(); }
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return sticky(); }
 cudaError_t cudaEventCreate(cudaEvent_t* e) {
     *e = reinterpret_cast<cudaEvent_t>(new Event{{}, false});
@@ -914,7 +1401,10 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
 }
 cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned int) { return cudaEventRecord(e, s); }
 cudaError_t cudaEventSynchronize(cudaEvent_t) { return sticky(); }
-cudaError_t cudaEventQuery(cudaEvent_t) { return sticky(); }
+cudaError_t cudaEventQuery(cudaEvent_t e) {  // recorded work has always completed
+    if (!e) return set_error(cudaErrorInvalidResourceHandle);
+    return sticky();
+}
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
     Event* a = reinterpret_cast<Event*>(start);
     Event* b = reinterpret_cast<Event*>(end);

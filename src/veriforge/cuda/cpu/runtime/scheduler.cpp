@@ -64,9 +64,14 @@ struct Fiber {
     char* stack = nullptr;  // lowest usable address (above the guard page)
     size_t size = 0;
     bool fresh = true;      // needs an initial frame before it can be entered
+    unsigned color = 0;     // start of the stack below its top, in 16-byte units (see init_fiber)
 };
 
+// A CUDA thread the scheduler knows about: one that waited at least once, or that exited before
+// another thread of the block waited (the thread loop does no bookkeeping of its own: threads are
+// "materialised" here lazily, by reconcile(), when the scheduler next needs an exact picture).
 struct Thread {
+    uint64_t epoch;  // == Worker::epoch: materialised in the block being run; else unstarted
     uint3 idx;
     unsigned linear;
     State state;
@@ -79,8 +84,6 @@ struct Thread {
     int arg, width;
     uint64_t out;
     int pred_out;
-    int bar_op;    // -1 plain __syncthreads, else 0 count / 1 and / 2 or
-    int bar_pred;
 };
 
 struct WarpGroup {
@@ -143,19 +146,32 @@ struct Worker {
     size_t sched_size = 0;
     std::vector<Fiber*> all_fibers, free_fibers;
     const GridSpec* spec = nullptr;
-    // the block being run
+    // the block being run (its cursor - next thread to start, running thread - is block_cursor)
     Thread threads[kMaxBlockThreads];
-    unsigned n = 0, next = 0, exited = 0, nwarps = 0;
-    unsigned bx = 1, by = 1;
+    unsigned n = 0, exited = 0, nwarps = 0;
+    uint64_t epoch = 0;         // incremented per block: Thread::epoch says which are materialised
+    unsigned accounted = 0;     // run-order positions below this are materialised
+    bool any_materialised = false;
+    bool in_block = false;      // a CUDA thread of this worker is running (or parked)
+    Fiber* running = nullptr;   // the fiber now running a CUDA thread
+    Thread* current = nullptr;  // the running thread while block_cursor.waited (it is materialised)
     bool reverse = false;
-    std::vector<Thread*> runnable;  // FIFO: runnable[run_head..]
-    size_t run_head = 0;
+    // Threads released from a barrier / warp collective, FIFO. A thread is queued at most once.
+    Thread* runnable[kMaxBlockThreads];
+    unsigned run_head = 0, run_count = 0;
+    // The barrier being gathered: who waits (in arrival order), where, and the running tally of
+    // __syncthreads_count/and/or predicates (results in bar_results once released).
     unsigned bar_arrived = 0;
-    std::vector<Thread*> bar_waiters;
+    Thread* bar_waiters[kMaxBlockThreads];
+    unsigned bar_nwait = 0;
+    int bar_line = 0;
+    bool bar_diverged = false;
+    int bar_count = 0, bar_all = 1, bar_any = 0;
+    int bar_results[3] = {0, 0, 0};
     unsigned warp_exited[kMaxBlockThreads / 32];
     unsigned warp_groups[kMaxBlockThreads / 32];  // active collectives per warp (fast path: 0)
+    unsigned warp_amask[kMaxBlockThreads / 32];   // of which __activemask() rendezvous
     WarpGroup groups[kMaxBlockThreads / 32][kMaxGroupsPerWarp];
-    Thread* cur = nullptr;
     bool faulted = false;
     std::string fault;
     int fault_code = 719;  // cudaErrorLaunchFailure; cudaErrorAssert (710) for a failed assert()
@@ -172,8 +188,6 @@ struct Worker {
             sched_size = size;
             pthread_attr_destroy(&attr);
         }
-        runnable.reserve(kMaxBlockThreads);
-        bar_waiters.reserve(kMaxBlockThreads);
     }
 };
 
@@ -204,7 +218,10 @@ inline void switch_stacks(void** save, void* to, const void* to_bottom, size_t t
 void init_fiber(Fiber* f) {
 #if VF_ASM_SWITCH
     // Frame popped by vf_switch_context: r15 r14 r13 r12 rbx rbp, then `ret` into the trampoline.
-    uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack) + f->size) & ~uintptr_t(15);
+    // Stacks are mmap'd at page multiples, so their tops would all share the same few L1 cache
+    // sets (a block with barriers cycles through hundreds of them): start each one at a
+    // different offset below the top.
+    uintptr_t top = ((reinterpret_cast<uintptr_t>(f->stack) + f->size) & ~uintptr_t(15)) - 16 * uintptr_t(f->color);
     void** sp = reinterpret_cast<void**>(top - 72);  // after the pops and ret: rsp = top - 16
     sp[0] = nullptr;                                          // r15
     sp[1] = nullptr;                                          // r14
@@ -239,6 +256,8 @@ Fiber* new_fiber() {
     Fiber* f = new Fiber();
     f->stack = static_cast<char*>(mem) + page;
     f->size = size;
+    static std::atomic<unsigned> created{0};
+    f->color = (created.fetch_add(1, std::memory_order_relaxed) * 21u) % 256u;  // 0..4 KB, 336-byte steps
     return f;
 }
 
@@ -267,22 +286,84 @@ void leave_fiber(Worker* w, Fiber* f) {
         w->fault = std::move(msg);
         w->fault_code = code;
     }
-    Thread* t = w->cur;
-    Fiber* f = t ? t->fiber : nullptr;
-    w->cur = nullptr;
+    Fiber* f = w->in_block ? w->running : nullptr;
     if (f) leave_fiber(w, f);  // never resumed: the block is abandoned
     fprintf(stderr, "veriforge: internal error: a faulted fiber was resumed\n");
     abort();
 }
 
-void set_thread_index(Worker* w, Thread* t, unsigned linear) {
+void set_thread_index(Thread* t, unsigned linear) {
+    const BlockCursor& c = block_cursor;
     t->linear = linear;
-    if (w->by == 1 && w->n == w->bx) {
+    if (c.one_dim) {
         t->idx = uint3{linear, 0, 0};
     } else {
-        unsigned x = linear % w->bx, rest = linear / w->bx;
-        t->idx = uint3{x, rest % w->by, rest / w->by};
+        unsigned x = linear % c.bx, rest = linear / c.bx;
+        t->idx = uint3{x, rest % c.by, rest / c.by};
     }
+}
+
+// Brings the scheduler's picture of the block up to date with the thread loops: every thread
+// started since the last call that the scheduler does not know yet has exited - except, when
+// `caller_running`, the running thread, which is entering the scheduler for the first time (it
+// can only be the latest started: a loop only moves on to another thread when its thread
+// returns or waits, and waiting enters the scheduler).
+// The linear index of the running thread.
+inline unsigned running_linear() {
+    const BlockCursor& c = block_cursor;
+    return threadIdx.x + c.bx * (threadIdx.y + c.by * threadIdx.z);
+}
+
+__attribute__((noinline)) void reconcile(Worker* w, bool caller_running) {
+    BlockCursor& c = block_cursor;
+    unsigned cur = 0;
+    if (caller_running) {
+        cur = running_linear();
+        // Entering for the first time: its loop has started exactly the threads up to it (the
+        // loop keeps its position in a register).
+        if (w->threads[cur].epoch != w->epoch) c.next = (c.reverse ? c.n - 1 - cur : cur) + 1;
+    }
+    unsigned end = c.next;
+    if (!caller_running && !w->any_materialised) {
+        // No thread of the block ever waited and its loop is done: all of them simply ran.
+        w->exited += end - w->accounted;
+        w->accounted = end;
+        return;
+    }
+    for (unsigned q = w->accounted; q < end; ++q) {
+        unsigned lin = c.reverse ? c.n - 1 - q : q;
+        Thread* t = &w->threads[lin];
+        if (t->epoch == w->epoch) continue;
+        t->epoch = w->epoch;
+        set_thread_index(t, lin);
+        if (caller_running && lin == cur) {
+            t->state = kRunning;
+            t->fiber = w->running;
+            w->any_materialised = true;
+        } else {
+            t->state = kExited;
+            w->exited++;
+            w->warp_exited[lin >> 5] |= 1u << (lin & 31);
+        }
+    }
+    w->accounted = end;
+}
+
+// The running CUDA thread enters the scheduler (barrier, warp collective, yield).
+// While `waited` is set the running thread is materialised and is w->current, and no thread loop
+// has started threads since (a loop only starts one with `waited` clear).
+inline Thread* enter_scheduler(Worker* w) {
+    if (__builtin_expect(block_cursor.waited, 1)) return w->current;
+    Thread* t = &w->threads[running_linear()];
+    if (t->epoch != w->epoch || w->accounted != block_cursor.next) reconcile(w, true);
+    block_cursor.waited = true;
+    w->current = t;
+    return t;
+}
+
+// Parked at a barrier or warp collective (only meaningful for a materialised thread).
+inline bool parked(const Worker* w, const Thread& t) {
+    return t.epoch == w->epoch && (t.state == kAtBarrier || t.state == kAtWarpOp);
 }
 
 inline unsigned existing_lanes(const Worker* w, unsigned warp) {
@@ -298,19 +379,16 @@ inline bool group_complete(const Worker* w, unsigned warp, const WarpGroup& g) {
         unsigned live = existing_lanes(w, warp) & ~w->warp_exited[warp] & ~g.arrived;
         const Thread* base = &w->threads[warp * 32];
         for (unsigned l = 0; l < 32; ++l)
-            if ((live >> l) & 1u) {
-                State s = base[l].state;
-                if (s != kAtBarrier && s != kAtWarpOp) return false;
-            }
+            if (((live >> l) & 1u) && !parked(w, base[l])) return false;
         return true;
     }
     unsigned required = g.mask & existing_lanes(w, warp) & ~w->warp_exited[warp];
     return (g.arrived & required) == required;
 }
 
-void push_runnable(Worker* w, Thread* t) {
+inline void push_runnable(Worker* w, Thread* t) {
     t->state = kRunning;
-    w->runnable.push_back(t);
+    w->runnable[(w->run_head + w->run_count++) & (kMaxBlockThreads - 1)] = t;
 }
 
 void complete_group(Worker* w, unsigned warp, WarpGroup& g, Thread* self) {
@@ -397,6 +475,7 @@ void complete_group(Worker* w, unsigned warp, WarpGroup& g, Thread* self) {
     g.active = false;
     g.arrived = 0;
     w->warp_groups[warp]--;
+    if (g.op == kActiveMask) w->warp_amask[warp]--;
     if (w->reverse) {
         for (int l = 31; l >= 0; --l)
             if (has((unsigned)l) && &base[l] != self) push_runnable(w, &base[l]);
@@ -407,10 +486,13 @@ void complete_group(Worker* w, unsigned warp, WarpGroup& g, Thread* self) {
 }
 
 // A lane of `warp` just parked: an __activemask() of that warp may now be resolvable.
-void check_activemask(Worker* w, unsigned warp) {
-    if (w->warp_groups[warp] == 0) return;
+__attribute__((noinline)) void check_activemask_slow(Worker* w, unsigned warp) {
     for (WarpGroup& g : w->groups[warp])
         if (g.active && g.op == kActiveMask && group_complete(w, warp, g)) complete_group(w, warp, g, nullptr);
+}
+
+inline void check_activemask(Worker* w, unsigned warp) {
+    if (__builtin_expect(w->warp_amask[warp] != 0, 0)) check_activemask_slow(w, warp);
 }
 
 std::string thread_str(const Thread* t) {
@@ -421,28 +503,26 @@ std::string thread_str(const Thread* t) {
 // the same __syncthreads() and let them go. `last` is the arriving thread that completed the
 // barrier (it keeps running without a switch), or nullptr when an exiting thread completed it.
 void release_barrier(Worker* w, Thread* last) {
-    const Thread* ref = last ? last : w->bar_waiters.front();
-    for (Thread* o : w->bar_waiters)
-        if (o->line != ref->line)
-            raise_fault(w, fmt("divergent __syncthreads(): thread %s waits at line %d while thread %s "
-                               "waits at line %d",
-                               thread_str(o).c_str(), o->line, thread_str(ref).c_str(), ref->line));
-    int count = 0, all = 1, any = 0;
-    auto tally = [&](const Thread* o) {
-        count += o->bar_pred != 0;
-        all = all && o->bar_pred;
-        any = any || o->bar_pred;
-    };
-    for (Thread* o : w->bar_waiters) tally(o);
-    if (last) tally(last);
-    int results[3] = {count, all, any};
-    for (Thread* o : w->bar_waiters) {
-        if (o->bar_op >= 0) o->out = (uint64_t)results[o->bar_op];
-        push_runnable(w, o);
+    if (w->bar_diverged) {
+        const Thread* ref = last ? last : w->bar_waiters[0];
+        for (unsigned i = 0; i < w->bar_nwait; ++i) {
+            const Thread* o = w->bar_waiters[i];
+            if (o->line != ref->line)
+                raise_fault(w, fmt("divergent __syncthreads(): thread %s waits at line %d while thread %s "
+                                   "waits at line %d",
+                                   thread_str(o).c_str(), o->line, thread_str(ref).c_str(), ref->line));
+        }
     }
-    if (last && last->bar_op >= 0) last->out = (uint64_t)results[last->bar_op];
-    w->bar_waiters.clear();
+    w->bar_results[0] = w->bar_count;
+    w->bar_results[1] = w->bar_all;
+    w->bar_results[2] = w->bar_any;
+    w->bar_count = 0;
+    w->bar_all = 1;
+    w->bar_any = 0;
+    for (unsigned i = 0; i < w->bar_nwait; ++i) push_runnable(w, w->bar_waiters[i]);
+    w->bar_nwait = 0;
     w->bar_arrived = 0;
+    w->bar_diverged = false;
 }
 
 void thread_exit(Worker* w, Thread* t) {
@@ -453,11 +533,29 @@ void thread_exit(Worker* w, Thread* t) {
     // Exited threads no longer take part in __syncthreads() (as on Volta and later GPUs, where
     // `if (i >= n) return; ... __syncthreads();` is everyday code): if every other live thread
     // already waits, this exit completes the barrier.
-    if (w->bar_arrived > 0 && w->bar_arrived + w->exited == w->n && w->next == w->n) release_barrier(w, nullptr);
+    if (w->bar_arrived > 0 && w->bar_arrived + w->exited == w->n && block_cursor.next == w->n)
+        release_barrier(w, nullptr);
     if (w->warp_groups[warp] == 0) return;
     for (WarpGroup& g : w->groups[warp])
         if (g.active && group_complete(w, warp, g)) complete_group(w, warp, g, nullptr);
 }
+
+// A thread loop has run out of unstarted threads: the threads it ran without waiting exited,
+// which may complete a barrier or warp collective the others wait at.
+void loop_done(Worker* w) {
+    reconcile(w, false);
+    if (!w->any_materialised) return;
+    if (w->bar_arrived > 0 && w->bar_arrived + w->exited == w->n && block_cursor.next == w->n)
+        release_barrier(w, nullptr);
+    for (unsigned warp = 0; warp < w->nwarps; ++warp) {
+        if (w->warp_groups[warp] == 0) continue;
+        for (WarpGroup& g : w->groups[warp])
+            if (g.active && group_complete(w, warp, g)) complete_group(w, warp, g, nullptr);
+    }
+}
+
+inline Fiber* pick_next(Worker* w);
+inline void switch_to(Worker* w, Fiber* self, Fiber* next);
 
 void fiber_main(void* arg) {
     Fiber* self = static_cast<Fiber*>(arg);
@@ -466,59 +564,61 @@ void fiber_main(void* arg) {
 #endif
     Worker* w = tl_worker;
     for (;;) {
-        while (!w->faulted && w->next < w->n) {
-            unsigned k = w->next++;
-            unsigned linear = w->reverse ? w->n - 1 - k : k;
-            Thread* t = &w->threads[linear];
-            set_thread_index(w, t, linear);
-            t->state = kRunning;
-            t->fiber = self;
-            t->bar_op = -1;
-            t->bar_pred = 0;
-            w->cur = t;
-            threadIdx = t->idx;
-            w->spec->fn(w->spec->ctx);
-            thread_exit(w, t);
+        if (!w->faulted) {
+            const GridSpec& s = *w->spec;
+            if (s.loop) {
+                s.loop(s.ctx);
+            } else {
+                ThreadFn fn = s.fn;
+                void* ctx = s.ctx;
+                thread_loop([&] { fn(ctx); });
+            }
+            loop_done(w);
         }
-        w->cur = nullptr;
         w->free_fibers.push_back(self);
-        leave_fiber(w, self);
+        // Straight on to a thread that became runnable, else back to the scheduler.
+        switch_to(w, self, pick_next(w));
     }
 }
 
 
-// The fiber to run next, with w->cur / threadIdx already set for a resumed thread: the first
+// A free (or new) fiber that will start the next unstarted thread.
+__attribute__((noinline)) Fiber* pick_unstarted(Worker* w) {
+    block_cursor.waited = false;  // the fiber's thread loop starts the next thread
+    Fiber* f;
+    if (!w->free_fibers.empty()) {
+        f = w->free_fibers.back();
+        w->free_fibers.pop_back();
+    } else {
+        f = new_fiber();
+        w->all_fibers.push_back(f);
+    }
+    w->running = f;
+    return f;
+}
+
+// The fiber to run next, with the cursor / threadIdx already set for a resumed thread: the first
 // runnable thread, else a free (or new) fiber that will start the next unstarted thread.
 // nullptr when only the scheduler can decide (block finished, deadlock, fault).
-Fiber* pick_next(Worker* w) {
-    if (w->faulted) return nullptr;
-    if (w->run_head < w->runnable.size()) {
-        Thread* t = w->runnable[w->run_head++];
-        if (w->run_head == w->runnable.size()) {
-            w->runnable.clear();
-            w->run_head = 0;
-        }
-        w->cur = t;
+inline Fiber* pick_next(Worker* w) {
+    if (__builtin_expect(w->faulted, 0)) return nullptr;
+    if (w->run_count) {
+        Thread* t = w->runnable[w->run_head];
+        w->run_head = (w->run_head + 1) & (kMaxBlockThreads - 1);
+        w->run_count--;
+        block_cursor.waited = true;
+        w->current = t;
         threadIdx = t->idx;
+        w->running = t->fiber;
         return t->fiber;
     }
-    if (w->next < w->n) {
-        w->cur = nullptr;
-        if (!w->free_fibers.empty()) {
-            Fiber* f = w->free_fibers.back();
-            w->free_fibers.pop_back();
-            return f;
-        }
-        Fiber* f = new_fiber();
-        w->all_fibers.push_back(f);
-        return f;
-    }
+    if (block_cursor.next < w->n) return pick_unstarted(w);
     return nullptr;
 }
 
 // Parks the calling thread and runs the next one directly (fiber to fiber, without a detour
 // through the scheduler's stack: one context switch per wait instead of two).
-void switch_to(Worker* w, Fiber* self, Fiber* next) {
+inline void switch_to(Worker* w, Fiber* self, Fiber* next) {
     if (!next) {
         leave_fiber(w, self);
         return;
@@ -530,10 +630,10 @@ void switch_to(Worker* w, Fiber* self, Fiber* next) {
 #else
     swapcontext(&self->uc, &next->uc);
 #endif
-    // resumed: whoever switched here has set w->cur and threadIdx for this thread
+    // resumed: whoever switched here has set the cursor and threadIdx for this thread
 }
 
-void block_current(Worker* w, Thread* t) { switch_to(w, t->fiber, pick_next(w)); }
+inline void block_current(Worker* w, Thread* t) { switch_to(w, t->fiber, pick_next(w)); }
 
 std::string describe_waits(Worker* w) {
     // Group waiting threads by (what, line) for a compact explanation.
@@ -546,7 +646,7 @@ std::string describe_waits(Worker* w) {
     std::vector<Site> sites;
     for (unsigned i = 0; i < w->n; ++i) {
         Thread& t = w->threads[i];
-        if (t.state != kAtBarrier && t.state != kAtWarpOp) continue;
+        if (!parked(w, t)) continue;
         std::string what = t.state == kAtBarrier ? "__syncthreads()" : op_name(t.op);
         bool found = false;
         for (Site& s : sites)
@@ -571,24 +671,43 @@ bool run_block(Worker* w, uint3 bidx) {
     const GridSpec& s = *w->spec;
     blockIdx = bidx;
     w->n = s.block.x * s.block.y * s.block.z;
-    w->bx = s.block.x;
-    w->by = s.block.y;
-    w->next = 0;
+    BlockCursor& c = block_cursor;
+    c.next = 0;
+    c.n = w->n;
+    c.bx = s.block.x;
+    c.by = s.block.y;
+    c.one_dim = s.block.y == 1 && s.block.z == 1;
+    c.reverse = s.reverse;
+    c.waited = false;
+    w->epoch++;
+    w->accounted = 0;
+    w->any_materialised = false;
     w->exited = 0;
     w->nwarps = (w->n + 31) / 32;
     w->reverse = s.reverse;
-    w->runnable.clear();
     w->run_head = 0;
+    w->run_count = 0;
     w->bar_arrived = 0;
-    w->bar_waiters.clear();
+    w->bar_nwait = 0;
+    w->bar_diverged = false;
+    w->bar_count = 0;
+    w->bar_all = 1;
+    w->bar_any = 0;
     w->faulted = false;
     w->fault_code = 719;
-    w->cur = nullptr;
     for (unsigned i = 0; i < w->nwarps; ++i) {
         w->warp_exited[i] = 0;
-        w->warp_groups[i] = 0;
-        for (WarpGroup& g : w->groups[i]) g.active = false;
+        if (w->warp_groups[i]) {  // only after a fault: completed collectives deactivate themselves
+            w->warp_groups[i] = 0;
+            w->warp_amask[i] = 0;
+            for (WarpGroup& g : w->groups[i]) g.active = false;
+        }
     }
+    w->in_block = true;
+    struct Leave {  // the block is over, however it ends
+        Worker* w;
+        ~Leave() { w->in_block = false; w->running = nullptr; }
+    } leave{w};
     for (;;) {
         if (w->faulted) break;
         if (Fiber* f = pick_next(w)) {
@@ -609,7 +728,6 @@ bool run_block(Worker* w, uint3 bidx) {
 #endif
         f->fresh = true;
     }
-    w->cur = nullptr;
     return false;
 }
 
@@ -747,7 +865,7 @@ int run_grid(const GridSpec& requested) {
         tl_fault_message = fmt("kernel '%s': invalid launch configuration: %s", spec.kernel_name, why);
         return err;
     }
-    if (tl_worker && tl_worker->cur) {
+    if (tl_worker && tl_worker->in_block) {
         tl_fault_message = fmt("kernel '%s' launched from device code: dynamic parallelism is not supported "
                                "by the CPU runtime", spec.kernel_name);
         return 801;  // cudaErrorNotSupported
@@ -794,44 +912,60 @@ const char* last_fault_message() { return tl_fault_message.c_str(); }
 
 const char* running_kernel() { return g_running_kernel.load(); }
 
-bool in_kernel() { return tl_worker && tl_worker->cur; }
+bool in_kernel() { return tl_worker && tl_worker->in_block; }
 
-void syncthreads(int line) {
+void waited_thread_exit() {
     Worker* w = tl_worker;
-    Thread* t = w ? w->cur : nullptr;
-    if (!t) return;  // called from host code: nothing to wait for
+    reconcile(w, false);  // the thread itself is known: it waited
+    block_cursor.waited = false;
+    thread_exit(w, w->current);
+}
+
+namespace {
+template <bool Reduce> inline void barrier_wait(Worker* w, Thread* t, int line, int pred) {
     t->line = line;
+    if (w->bar_arrived == 0) w->bar_line = line;
+    else if (line != w->bar_line) w->bar_diverged = true;  // a fault once every thread is there
     w->bar_arrived++;
+    if (Reduce) {
+        w->bar_count += pred != 0;
+        w->bar_all &= pred != 0;
+        w->bar_any |= pred != 0;
+    } else {
+        w->bar_all = 0;  // as if pred were 0 (only read after a __syncthreads_and, which sets its own)
+    }
     // Threads that already exited count as arrived (hardware behaviour since Volta).
-    if (w->bar_arrived + w->exited == w->n && w->next == w->n) {
+    if (w->bar_arrived + w->exited == w->n && block_cursor.next == w->n) {
         release_barrier(w, t);
         return;
     }
     t->state = kAtBarrier;
-    w->bar_waiters.push_back(t);
+    w->bar_waiters[w->bar_nwait++] = t;
     check_activemask(w, t->linear >> 5);
     block_current(w, t);
+}
+}  // namespace
+
+void syncthreads(int line) {
+    Worker* w = tl_worker;
+    if (!w || !w->in_block) return;  // called from host code: nothing to wait for
+    barrier_wait<false>(w, enter_scheduler(w), line, 0);
 }
 
 int syncthreads_reduce(int op, int pred, int line) {
     Worker* w = tl_worker;
-    Thread* t = w ? w->cur : nullptr;
-    if (!t) return pred != 0;
-    t->bar_op = op;
-    t->bar_pred = pred;
-    syncthreads(line);
-    t->bar_pred = 0;
-    t->bar_op = -1;
-    return (int)t->out;
+    if (!w || !w->in_block) return pred != 0;
+    barrier_wait<true>(w, enter_scheduler(w), line, pred);
+    return w->bar_results[op];  // nobody else can pass another barrier before this thread reads
 }
 
 uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int width, int line, int* pred) {
     Worker* w = tl_worker;
-    Thread* t = w ? w->cur : nullptr;
-    if (!t) {  // host code: a one-lane warp
+    if (!w || !w->in_block) {  // host code: a one-lane warp
         if (pred) *pred = 1;
         return op == kBallot ? (value != 0) : value;
     }
+    Thread* t = enter_scheduler(w);
     unsigned lane = t->linear & 31, warp = t->linear >> 5;
     unsigned bit = 1u << lane;
     if (!(mask & bit))
@@ -847,7 +981,10 @@ uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int wid
     t->pred_out = 0;
     WarpGroup* g = nullptr;
     WarpGroup* free_slot = nullptr;
-    for (WarpGroup& cand : w->groups[warp]) {
+    WarpGroup& first = w->groups[warp][0];  // the usual case: one collective of the warp at a time
+    if (first.active && first.mask == mask && (first.op == kActiveMask) == (op == kActiveMask)) g = &first;
+    else if (!first.active && w->warp_groups[warp] == 0) free_slot = &first;
+    else for (WarpGroup& cand : w->groups[warp]) {
         if (cand.active && cand.mask == mask && (cand.op == kActiveMask) == (op == kActiveMask)) {
             g = &cand;
             break;
@@ -864,6 +1001,7 @@ uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int wid
                                "(line %d)", warp, line));
         g = free_slot;
         w->warp_groups[warp]++;
+        if (op == kActiveMask) w->warp_amask[warp]++;
         g->active = true;
         g->op = op;
         g->mask = mask;
@@ -887,29 +1025,33 @@ uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int wid
 
 unsigned active_mask() {
     Worker* w = tl_worker;
-    Thread* t = w ? w->cur : nullptr;
-    if (!t) return 1u;
+    if (!w || !w->in_block) return 1u;
+    Thread* t = enter_scheduler(w);
     return (unsigned)warp_collective(kActiveMask, 0xffffffffu, 0, 0, 32, t->line);
 }
 
 void yield_thread() {
     Worker* w = tl_worker;
-    Thread* t = w ? w->cur : nullptr;
-    if (!t) return;
-    bool others = w->run_head < w->runnable.size() || w->next < w->n;
+    if (!w || !w->in_block) return;
+    Thread* t = enter_scheduler(w);
+    bool others = w->run_count || block_cursor.next < w->n;
     if (!others) return;
-    Fiber* next = pick_next(w);  // before queueing ourselves, so someone else runs first
+    // Start a thread that has not run yet before resuming waiting ones: spin-waits in two threads
+    // (clock64 loops, __nanosleep, multi-warp tile barriers) must not keep the rest of the block
+    // from ever starting.
+    Fiber* next = (!w->faulted && block_cursor.next < w->n)
+                      ? pick_unstarted(w)
+                      : pick_next(w);  // before queueing ourselves, so someone else runs first
     push_runnable(w, t);
     switch_to(w, t->fiber, next);
 }
 
 void device_assert_failed(const char* expr, const char* file, unsigned line, const char* function) {
     Worker* w = tl_worker;
-    Thread* t = w ? w->cur : nullptr;
     // The message a GPU prints for a failed device assert (then the kernel is aborted and the
     // host sees cudaErrorAssert, sticky). Written in one call so concurrent blocks do not interleave.
     std::string text = fmt("%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.", file, line,
-                           function, blockIdx.x, blockIdx.y, blockIdx.z, t->idx.x, t->idx.y, t->idx.z, expr);
+                           function, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, expr);
     fprintf(stderr, "%s\n", text.c_str());
     fflush(stderr);
     raise_fault(w, "device-side assert triggered: " + text, 710);
@@ -917,8 +1059,8 @@ void device_assert_failed(const char* expr, const char* file, unsigned line, con
 
 void trap(const char* what, int line) {
     Worker* w = tl_worker;
-    if (w && w->cur)
-        raise_fault(w, fmt("%s at line %d in thread %s", what, line, thread_str(w->cur).c_str()));
+    if (w && w->in_block)
+        raise_fault(w, fmt("%s at line %d in thread (%u,%u,%u)", what, line, threadIdx.x, threadIdx.y, threadIdx.z));
     fprintf(stderr, "veriforge: %s at line %d (host code)\n", what, line);
     abort();
 }

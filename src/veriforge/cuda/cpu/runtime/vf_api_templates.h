@@ -7,6 +7,16 @@ namespace vf {
 void note_symbol(const void* address, size_t size);  // host_api.cpp (vf_core.h)
 }
 
+// Pre-CUDA-4 names of the device functions, which CUDA 13's headers no longer declare.
+extern "C" {
+cudaError_t cudaThreadSynchronize(void);
+cudaError_t cudaThreadExit(void);
+cudaError_t cudaThreadSetLimit(enum cudaLimit limit, size_t value);
+cudaError_t cudaThreadGetLimit(size_t* value, enum cudaLimit limit);
+cudaError_t cudaThreadSetCacheConfig(enum cudaFuncCache config);
+cudaError_t cudaThreadGetCacheConfig(enum cudaFuncCache* config);
+}
+
 template <class T>
 inline cudaError_t cudaMemcpyToSymbol(const T& symbol, const void* src, size_t count, size_t offset = 0,
                                       cudaMemcpyKind kind = cudaMemcpyHostToDevice) {

@@ -2,6 +2,8 @@
 // own sources. Kept small and dependency-free so the runtime objects build once and every user
 // module links against the same ABI.
 #pragma once
+// yield_thread() starts not-yet-started threads first (cooperative_groups.h: exact multi-warp tile barriers)
+#define VF_YIELD_STARTS_NEW_THREADS 1
 
 #include <cstddef>
 #include <cstdint>
@@ -28,10 +30,109 @@ struct GridSpec {
     dim3 grid;
     dim3 block;
     size_t shared_bytes;      // dynamic shared memory per block
-    ThreadFn fn;
+    ThreadFn fn;              // one CUDA thread (used when `loop` is null)
     void* ctx;
     bool reverse;             // race probe: run blocks and threads in reverse order
+    // Runs CUDA threads of the current block one after another while unstarted ones remain:
+    // thread_loop() below around the kernel call, instantiated where the kernel is known so the
+    // call is direct (usually inlined). Null: the scheduler loops over `fn` itself.
+    ThreadFn loop = nullptr;
 };
+
+// The hot state of the block a worker runs, shared by the scheduler and the thread loops that
+// launches instantiate in user code (one `inline thread_local` object: %fs-relative accesses).
+// The running thread is threadIdx itself.
+struct BlockCursor {
+    unsigned next;      // run-order position of the next thread to start (see thread_loop)
+    unsigned n;         // threads in the block
+    unsigned bx, by;    // block.x, block.y
+    bool one_dim;       // block.y == block.z == 1: threadIdx = {linear, 0, 0}
+    bool reverse;       // race probe: position q runs thread n - 1 - q
+    bool waited;        // the running thread entered the scheduler (barrier / warp op / yield)
+};
+inline thread_local BlockCursor block_cursor;
+// Called by a thread loop when a thread that waited returns (threads that never waited are
+// accounted for lazily by the scheduler); clears block_cursor.waited.
+void waited_thread_exit();
+
+// The body of a thread loop inlines the kernel and the device functions it calls (as nvcc
+// does), except under AddressSanitizer, whose reports name the kernel's own frame and line.
+#if defined(__SANITIZE_ADDRESS__)
+#define VF_FLATTEN
+#else
+#define VF_FLATTEN __attribute__((flatten))
+#endif
+
+// Runs the block's unstarted CUDA threads one after another: the whole block, as one plain loop,
+// for a kernel that never waits. When a thread waits (barrier, warp collective) the scheduler
+// parks this loop with it and another fiber continues from the shared cursor; so the loop keeps
+// its position in a register and publishes it only at the end, and the scheduler recovers it
+// from threadIdx when a thread enters it - a thread costs the loop a store to threadIdx and a
+// test of `waited`.
+template <class Body> inline void thread_loop(Body&& body) {
+    BlockCursor& c = block_cursor;
+    const unsigned n = c.n;
+    unsigned q = c.next;
+    if (c.one_dim && !c.reverse) {
+        threadIdx.y = 0;
+        threadIdx.z = 0;
+        while (q < n) {
+            threadIdx.x = q;
+            body();
+            if (__builtin_expect(c.waited, 0)) {
+                waited_thread_exit();
+                q = c.next;  // other loops ran meanwhile
+                threadIdx.y = 0;
+                threadIdx.z = 0;
+            } else {
+                ++q;
+            }
+        }
+    } else if (!c.reverse) {
+        // Row by row: threadIdx.y/z are stored once per row, threadIdx.x once per thread.
+        const unsigned bx = c.bx, by = c.by;
+        unsigned x = q % bx, y = (q / bx) % by, z = q / bx / by;
+        while (q < n) {
+            threadIdx.y = y;
+            threadIdx.z = z;
+            bool waited = false;
+            for (; x < bx; ++x) {
+                threadIdx.x = x;
+                body();
+                if (__builtin_expect(c.waited, 0)) {
+                    waited = true;
+                    break;
+                }
+            }
+            if (waited) {
+                waited_thread_exit();
+                q = c.next;  // other loops ran meanwhile
+                x = q % bx, y = (q / bx) % by, z = q / bx / by;
+                continue;
+            }
+            q += bx - (q % bx);
+            x = 0;
+            if (++y == by) {
+                y = 0;
+                ++z;
+            }
+        }
+    } else {  // race probe: thread n - 1 - q at position q
+        const unsigned bx = c.bx, by = c.by;
+        while (q < n) {
+            unsigned lin = n - 1 - q, rest = lin / bx;
+            threadIdx = uint3{lin % bx, rest % by, rest / by};
+            body();
+            if (c.waited) {
+                waited_thread_exit();
+                q = c.next;
+            } else {
+                ++q;
+            }
+        }
+    }
+    c.next = q;
+}
 
 // Runs a whole grid; returns 0 on success, otherwise a cudaError_t value, with the message in
 // last_fault_message(). Never throws.

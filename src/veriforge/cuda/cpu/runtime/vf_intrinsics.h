@@ -21,11 +21,16 @@ inline void __threadfence_block() { std::atomic_signal_fence(std::memory_order_s
 [[noreturn]] inline void __brkpt(int line = __builtin_LINE()) { ::vf::trap("__brkpt()", line); }
 inline void __prof_trigger(int) {}
 inline void __nanosleep(unsigned) { ::vf::yield_thread(); }
-inline long long clock64() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-inline unsigned long long __globaltimer() { return (unsigned long long)clock64(); }
+namespace vf {
+// Device cycles at the reported clock rate (1.755 GHz), from the monotonic clock; a kernel that
+// keeps reading it (a spin-wait) lets the block's other threads run now and then (host_api.cpp).
+long long device_clock64();
+unsigned long long device_globaltimer();  // nanoseconds
+}  // namespace vf
+inline long long clock64() { return ::vf::device_clock64(); }
+// Device clock() (CUDA's 32-bit %clock, here the same 64-bit count) is the C library's clock()
+// redefined in host_api.cpp: it counts device cycles inside a kernel and CPU time in host code.
+inline unsigned long long __globaltimer() { return ::vf::device_globaltimer(); }
 
 // ---- cache-hinted loads/stores (plain accesses on the CPU) -----------------------------------
 template <class T> inline T __ldg(const T* p) { return *p; }

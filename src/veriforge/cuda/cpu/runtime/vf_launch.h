@@ -40,7 +40,15 @@ template <class F> struct Launcher {
                           Ctx* x = static_cast<Ctx*>(c);
                           std::apply(*x->f, *x->args);
                       },
-                      &ctx, false};
+                      &ctx, false,
+                      [](void* c) {
+                          Ctx* x = static_cast<Ctx*>(c);
+                          // Local copies: the compiler can keep them in registers across the
+                          // kernel's stores (user code is built with -fno-strict-aliasing).
+                          F fn = *x->f;
+                          Args params = *x->args;
+                          thread_loop([&]() VF_FLATTEN { std::apply(fn, params); });
+                      }};
         return host_launch(spec, cfg.stream);
     }
 };
@@ -117,7 +125,40 @@ template <class... P> struct KernelRegistrar {
             Ctx* x = static_cast<Ctx*>(c);
             std::apply(x->fn, x->args);
         };
+        spec.loop = [](void* c) {
+            Ctx* x = static_cast<Ctx*>(c);
+            Fn fn = x->fn;
+            std::tuple<P...> params = x->args;
+            thread_loop([&]() VF_FLATTEN { std::apply(fn, params); });
+        };
         spec.ctx = &ctx;
+        return run_grid(spec);
+    }
+};
+
+// The same for a kernel known at compile time (`static KernelShim<&k> shim("k");`): the thread
+// loop calls the kernel directly, so g++ can inline it into the loop over the block's threads.
+template <auto F> struct KernelShim;
+template <class... P, void (*F)(P...)> struct KernelShim<F> {
+    KernelEntry entry;
+    explicit KernelShim(const char* name) {
+        entry.name = name;
+        entry.fn = reinterpret_cast<void*>(F);
+        unsigned offset = 0;
+        (entry.params.push_back(describe_param<P>(offset)), ...);
+        entry.blob_size = offset;
+        entry.run = &run;
+        register_kernel(&entry);
+    }
+    static int run(const KernelEntry& e, const char* blob, GridSpec spec) {
+        using Args = std::tuple<P...>;
+        Args args = KernelRegistrar<P...>::unpack(e, blob, std::index_sequence_for<P...>{});
+        spec.fn = [](void* c) { std::apply(F, *static_cast<Args*>(c)); };
+        spec.loop = [](void* c) {
+            Args params = *static_cast<Args*>(c);  // a local copy: kept in registers
+            thread_loop([&]() VF_FLATTEN { std::apply(F, params); });
+        };
+        spec.ctx = &args;
         return run_grid(spec);
     }
 };

@@ -7,7 +7,7 @@ namespace vf {
 // Byte copies rather than bit_cast: CUDA's host __half / __nv_bfloat16 classes are not trivially
 // copyable (user-provided copy operations) but are plain 2/4-byte values all the same.
 template <class T> inline uint64_t to_bits(const T& v) {
-    static_assert(sizeof(T) <= 8, "warp shuffles move at most 8 bytes");
+    static_assert(sizeof(T) <= 8, "warp collectives compare at most 8 bytes");
     uint64_t b = 0;
     std::memcpy(&b, static_cast<const void*>(&v), sizeof(T));
     return b;
@@ -17,8 +17,21 @@ template <class T> inline T from_bits(uint64_t b) {
     std::memcpy(buf, &b, sizeof(T));
     return *std::launder(reinterpret_cast<T*>(buf));
 }
+// A shuffle moves any trivially-copyable value: CUDA's own headers split types wider than the
+// hardware's 4 bytes into pieces and shuffle each; here the pieces are 8 bytes, one collective
+// each, with the same mask / source / width (so the result is the same).
 template <class T> inline T shuffle(int op, unsigned mask, T var, int arg, int width, int line) {
-    return from_bits<T>(warp_collective(op, mask, to_bits(var), arg, width, line));
+    if constexpr (sizeof(T) <= 8) {
+        return from_bits<T>(warp_collective(op, mask, to_bits(var), arg, width, line));
+    } else {
+        constexpr size_t kPieces = (sizeof(T) + 7) / 8;
+        uint64_t in[kPieces] = {}, out[kPieces];
+        std::memcpy(in, static_cast<const void*>(&var), sizeof(T));
+        for (size_t i = 0; i < kPieces; ++i) out[i] = warp_collective(op, mask, in[i], arg, width, line);
+        alignas(T) unsigned char buf[sizeof(T)];
+        std::memcpy(buf, out, sizeof(T));
+        return *std::launder(reinterpret_cast<T*>(buf));
+    }
 }
 }  // namespace vf
 
