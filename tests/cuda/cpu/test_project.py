@@ -204,3 +204,30 @@ def test_only_the_projects_own_folders_are_read_and_staged(tmp_path):
     texts = sources.staged_texts()
     assert all(not k.endswith("secret.h") for k in texts)
     assert texts[f"t{proj_dir}/inc/a.cuh"].startswith('#line 1 "inc/a.cuh"\n#include "sub/b.cuh"')
+
+
+def test_device_properties_fit_a_plain_host_units_struct_and_nvcc_only_flags_are_noted(tmp_path):
+    # found on NVIDIA's reduction sample: a plain .cpp unit has CUDA's own (smaller) cudaDeviceProp,
+    # and the runtime wrote its extended struct into it (a stack overflow under ASan, wrong sums without)
+    (tmp_path / "main.cpp").write_text("""\
+#include <cstdio>
+#include <cstring>
+#include <cuda_runtime.h>
+int query();
+int main() {
+    struct { cudaDeviceProp prop; unsigned char canary[64]; } s;
+    memset(s.canary, 0x5a, sizeof s.canary);
+    if (cudaGetDeviceProperties(&s.prop, 0) != cudaSuccess) return 2;
+    for (unsigned char c : s.canary) if (c != 0x5a) { printf("overrun\\n"); return 1; }
+    printf("%d %d\\n", s.prop.multiProcessorCount, query());
+    return 0;
+}
+""")
+    (tmp_path / "kern.cu").write_text("""\
+__global__ void k() {}
+int query() { cudaDeviceProp p; cudaGetDeviceProperties(&p, 0); k<<<1, 1>>>(); return p.clockRate; }
+""")
+    proj = cpu.Project.from_args(["main.cpp", "kern.cu"], flags=["-rdc=true", "-O2"], root=tmp_path)
+    assert proj.flags == ["-O2"] and any("-rdc=true" in n and "ignored" in n for n in proj.notes)
+    res = cpu.run_program(proj)
+    assert res.ok and res.stdout == "16 1755000\n", res.stderr  # the CUDA unit still sees clockRate

@@ -717,15 +717,79 @@ def _rewrite_launches(text: str, masked: str, edits: list[tuple[int, int, str]])
             continue
         config = text[open_end:end]
         label = " ".join(callee.split()).replace("\\", "\\\\").replace('"', '\\"')
-        new = (f'::vf::make_launch(::vf::LaunchConfig({config}), "{label}", '
+        # __FILE__/__LINE__ first, on the launch's own line (before a configuration that spans
+        # lines): the per-launch trace of the race check names where each launch is.
+        new = (f'::vf::make_launch_at(__FILE__, __LINE__, ::vf::LaunchConfig({config}), "{label}", '
                f"[&](auto&&... vf_args_) {{ {' '.join(callee.split())}(vf_args_...); }})")
         original = text[callee_start:end_close]
         edits.append((callee_start, end_close, new + "\n" * (original.count("\n") - config.count("\n"))))
         pos = end_close
 
 
-def rewrite(scanned: ScannedSource) -> str:
-    """The user's source with launches and ``extern __shared__`` turned into plain C++."""
+# ---- race check: the interleaving probe (see runtime/vf_probe.h) -------------------------------
+
+_GLOBAL_KW = re.compile(r"\b__global__\b")
+_PROBE_PARAM = re.compile(
+    rf"^\s*(?P<t>{_SCALAR})\s*\*\s*(?:(?:__restrict__|__restrict)\b\s*)?(?P<name>[A-Za-z_]\w*)\s*$")
+
+
+def _rewrite_probe_params(text: str, masked: str, edits: list[tuple[int, int, str]]) -> None:
+    """``T* p`` parameters of ``__global__`` function definitions (T a non-const plain type) become
+    ``::vf::ProbePtr<T>`` in the body: each access yields to the block's next thread. Line numbers
+    are kept (the parameter is renamed in place, the wrapper declared right after the ``{``)."""
+    for m in _GLOBAL_KW.finditer(masked):
+        pos = m.end()
+        while True:
+            paren = masked.find("(", pos)
+            if paren < 0 or ";" in masked[pos:paren] or "{" in masked[pos:paren]:
+                paren = -1
+                break
+            if re.search(r"__launch_bounds__\s*$|__attribute__\s*\(?$|__declspec\s*$|alignas\s*$",
+                         masked[pos:paren]):
+                close = _match_paren(masked, paren)
+                if close < 0:
+                    paren = -1
+                    break
+                pos = close + 1
+                continue
+            break
+        if paren < 0:
+            continue
+        close = _match_paren(masked, paren)
+        body = _function_body_after(masked, close) if close > 0 else -1
+        if body < 0:
+            continue  # a declaration
+        start, depth = paren + 1, 0
+        params: list[tuple[int, int]] = []
+        for k in range(paren + 1, close + 1):
+            ch = masked[k]
+            if ch in "([{<":
+                depth += 1
+            elif ch in ")]}>" and k != close:
+                depth -= 1
+            elif (ch == "," and depth == 0) or k == close:
+                params.append((start, k))
+                start = k + 1
+        decls = []
+        for a, b in params:
+            pm = _PROBE_PARAM.match(masked[a:b])
+            if not pm:
+                continue
+            t = " ".join(pm.group("t").split())
+            if t.split()[0] in _NOT_A_TYPE or t.split()[-1] in _NOT_A_TYPE or "volatile" in masked[a:b]:
+                continue
+            name = pm.group("name")
+            edits.append((a + pm.start("name"), a + pm.end("name"), f"vf_probe_{name}"))
+            decls.append(f" ::vf::ProbePtr<{t}> {name}(vf_probe_{name});")
+        if decls:
+            edits.append((body + 1, body + 1, "".join(decls)))
+
+
+def rewrite(scanned: ScannedSource, *, probe: bool = False) -> str:
+    """The user's source with launches and ``extern __shared__`` turned into plain C++.
+
+    ``probe``: also the race check's interleaving probe (kernels' pointer parameters become
+    ``::vf::ProbePtr``; runtime/vf_probe.h)."""
     text, masked = scanned.text, scanned.masked
     scopes = _Scopes(masked)
     edits: list[tuple[int, int, str]] = []
@@ -733,6 +797,8 @@ def rewrite(scanned: ScannedSource) -> str:
     _rewrite_launches(text, masked, edits)
     if "volatile" in masked:
         _rewrite_volatile(text, masked, scopes, edits)
+    if probe and "__global__" in masked:
+        _rewrite_probe_params(text, masked, edits)
     edits.sort()
     out: list[str] = []
     last = 0
@@ -871,6 +937,13 @@ class Project:
                     raise ValueError(f"macro {name}: the value must be one line")
             defines[str(name)] = value
         self.defines = defines
+        kept = []
+        for flag in self.flags:
+            if _NVCC_ONLY.fullmatch(flag):  # a Makefile's -rdc=true or -arch=sm_80: no GPU code here
+                self.notes.append(f"{flag}: an nvcc-only option, ignored (the CPU runtime has no GPU code generation)")
+                continue
+            kept.append(flag)
+        self.flags = kept
         for flag in self.flags:
             if not (_SAFE_FLAG.fullmatch(flag) or _STD.fullmatch(flag)):
                 raise ValueError(

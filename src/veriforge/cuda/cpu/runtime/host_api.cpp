@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,7 +56,10 @@ struct Allocation {
     AllocKind kind;
     bool in_arena = false;         // lives in the guarded arena (see "device-memory guard" below)
     const char* label = nullptr;   // the driver's name for it (a solve() parameter)
+    uint64_t serial = 0;           // 1, 2, ...: the order it was registered in (race-check trace)
 };
+uint64_t g_next_serial = 0;        // under g_mutex
+bool race_trace_on();              // the race check's per-launch trace is on (see "race check" below)
 std::map<const void*, Allocation> g_allocations;
 size_t g_allocated = 0;
 // While Module.call runs a host function: the first launch that failed, reported after it returns.
@@ -290,8 +294,11 @@ void* device_alloc(size_t size, AllocKind kind = AllocKind::kDevice) {
     } else if (posix_memalign(&p, 256, size ? size : 1) != 0) {
         return nullptr;
     }
+    // Traced runs (the race check) compare memory between two runs: start every allocation from
+    // the same bytes (a reused heap block would hold per-process pointers and tcache keys).
+    if (!arena && race_trace_on()) memset(p, 0, size ? size : 1);
     std::lock_guard<std::mutex> lock(g_mutex);
-    g_allocations[p] = Allocation{size, kind, arena};
+    g_allocations[p] = Allocation{size, kind, arena, nullptr, ++g_next_serial};
     g_allocated += size;
     return p;
 }
@@ -423,12 +430,127 @@ void guard_fault(int sig, siginfo_t* info, void* context) {
 
 }  // namespace
 
+// ---- race check: per-launch trace (cpu/race.py) -----------------------------------------------
+// Read once, at the first allocation or launch, from the environment the race check sets:
+//   VF_REVERSE_ORDER=1       every launch runs blocks and threads in reverse order
+//   VF_RACE_TRACE=<path>     after each launch append "L <n> <error> <file> <line> <argument kinds>
+//                            <kernel>" and, for each live allocation, "H <serial> <size> <kind>
+//                            <argument index or -1> <hash> <label or ->" (tab-separated lines)
+//   VF_RACE_DUMP=<path>, VF_RACE_DUMP_AT="<launch>:<serial>,<serial>;..." - after those launches,
+//                            the bytes of those allocations (uint64 launch, serial, size, then bytes)
+namespace {
+struct RaceTrace {
+    FILE* trace = nullptr;
+    FILE* dump = nullptr;
+    std::map<uint64_t, std::vector<uint64_t>> dump_at;
+    uint64_t launches = 0;
+};
+RaceTrace* race_state() {
+    static RaceTrace* state = [] {
+        auto* t = new RaceTrace();
+        const char* rev = getenv("VF_REVERSE_ORDER");
+        if (rev && *rev && strcmp(rev, "0") != 0) vf::set_reverse_order(true);
+        if (const char* path = getenv("VF_RACE_TRACE"); path && *path) t->trace = fopen(path, "w");
+        if (const char* path = getenv("VF_RACE_DUMP"); path && *path) {
+            t->dump = fopen(path, "wb");
+            const char* at = getenv("VF_RACE_DUMP_AT");
+            while (at && *at) {
+                char* end = nullptr;
+                uint64_t launch = strtoull(at, &end, 10);
+                if (end == at || *end != ':') break;
+                at = end + 1;
+                for (;;) {
+                    uint64_t serial = strtoull(at, &end, 10);
+                    if (end == at) break;
+                    t->dump_at[launch].push_back(serial);
+                    at = end;
+                    if (*at != ',') break;
+                    ++at;
+                }
+                if (*at == ';') ++at;
+                else break;
+            }
+        }
+        return t;
+    }();
+    return state;
+}
+uint64_t hash_bytes(const unsigned char* p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ (w * 0xC2B2AE3D27D4EB4Full)) * 0x9E3779B185EBCA87ull;
+        h ^= h >> 29;
+    }
+    for (; i < n; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
+    return h ^ (h >> 32);
+}
+const char* kind_name(AllocKind k) {
+    switch (k) {
+        case AllocKind::kDevice: return "device";
+        case AllocKind::kHost: return "host";
+        case AllocKind::kExternal: return "external";
+        case AllocKind::kManaged: return "managed";
+        case AllocKind::kSymbol: return "symbol";
+    }
+    return "?";
+}
+// After launch number `n`: its line and every live allocation's hash; dumps if asked. Device
+// memory is open (DeviceAccess) while this runs.
+void race_record(RaceTrace* t, const vf::GridSpec& spec, int err) {
+    uint64_t n = t->launches++;
+    auto dump = t->dump ? t->dump_at.find(n) : t->dump_at.end();
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (t->trace)
+        fprintf(t->trace, "L\t%llu\t%d\t%s\t%d\t%s\t%s\n", (unsigned long long)n, err, spec.file ? spec.file : "?",
+                spec.line, spec.arg_kinds && *spec.arg_kinds ? spec.arg_kinds : ".",
+                spec.kernel_name ? spec.kernel_name : "?");
+    for (const auto& [base, a] : g_allocations) {
+        const auto* bytes = static_cast<const unsigned char*>(base);
+        if (t->trace) {
+            int arg = -1;
+            for (unsigned i = 0; spec.args && i < spec.nargs; ++i) {
+                const char* q = static_cast<const char*>(spec.args[i]);
+                if (q && q >= (const char*)base && q < (const char*)base + std::max<size_t>(a.size, 1)) {
+                    arg = (int)i;
+                    break;
+                }
+            }
+            fprintf(t->trace, "H\t%llu\t%zu\t%s\t%d\t%016llx\t%s\n", (unsigned long long)a.serial, a.size,
+                    kind_name(a.kind), arg, (unsigned long long)hash_bytes(bytes, a.size), a.label ? a.label : "-");
+        }
+        if (dump != t->dump_at.end() &&
+            std::find(dump->second.begin(), dump->second.end(), a.serial) != dump->second.end()) {
+            uint64_t head[3] = {n, a.serial, (uint64_t)a.size};
+            fwrite(head, sizeof head, 1, t->dump);
+            fwrite(bytes, 1, a.size, t->dump);
+        }
+    }
+    if (t->trace) fflush(t->trace);
+    if (t->dump) fflush(t->dump);
+}
+bool race_trace_on() {
+    RaceTrace* t = race_state();
+    return t->trace || t->dump;
+}
+}  // namespace
+
 int vf::host_launch(const GridSpec& spec, cudaStream_t) {
-    if (g_sticky_error != cudaSuccess) return set_error(g_sticky_error);
+    RaceTrace* race = race_state();
+    if (g_sticky_error != cudaSuccess) {
+        if (race->trace || race->dump) {
+            DeviceAccess access;  // the hashes read device memory
+            race_record(race, spec, g_sticky_error);
+        }
+        return set_error(g_sticky_error);
+    }
     int err;
     {
         DeviceAccess access;  // kernels (on every worker thread) see device memory
         err = vf::run_grid(spec);
+        if (race->trace || race->dump) race_record(race, spec, err);
     }
     if (err == 0) return 0;
     {
@@ -501,7 +623,7 @@ int vf::call_end(std::string& message) {
 void vf::register_device_buffer(void* ptr, size_t size) {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_allocations.find(ptr);
-    if (it == g_allocations.end()) g_allocations[ptr] = Allocation{size, AllocKind::kExternal};
+    if (it == g_allocations.end()) g_allocations[ptr] = Allocation{size, AllocKind::kExternal, false, nullptr, ++g_next_serial};
 }
 
 void vf::unregister_device_buffers() {
@@ -549,7 +671,8 @@ void vf::copy_counters(uint64_t* device_to_host, uint64_t* host_to_device) {
 void vf::note_symbol(const void* address, size_t size) {
     if (!address) return;
     std::lock_guard<std::mutex> lock(g_mutex);
-    if (!find_allocation(address)) g_allocations[address] = Allocation{size, AllocKind::kSymbol};
+    if (!find_allocation(address))
+        g_allocations[address] = Allocation{size, AllocKind::kSymbol, false, nullptr, ++g_next_serial};
 }
 
 // ---- device clocks -----------------------------------------------------------------------------
@@ -798,10 +921,18 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
 // The reported device: a small Hopper-class GPU (compute capability 9.0, 16 SMs) - real limits
 // for blocks, shared memory and registers, but an SM count that keeps grids sized from it
 // CPU-friendly.
-// (User code always passes our cudaDeviceProp, which extends CUDA 13's struct: see vf_types.h.)
+// Units compiled with the runtime's header call vf_get_device_properties with our cudaDeviceProp,
+// which extends CUDA 13's struct (vf_types.h); plain host units call CUDA's entry point below with
+// CUDA's smaller struct, which gets exactly that many bytes.
 cudaError_t cudaGetDeviceProperties(struct VF_DEVICE_PROP_PARAM* base, int device) {
+    cudaDeviceProp full;
+    cudaError_t err = vf_get_device_properties(&full, device);
+    if (err == cudaSuccess) memcpy(base, static_cast<VF_DEVICE_PROP_PARAM*>(&full), sizeof *base);
+    return err;
+}
+
+cudaError_t vf_get_device_properties(cudaDeviceProp* p, int device) {
     if (device != 0) return set_error(cudaErrorInvalidDevice);
-    cudaDeviceProp* p = static_cast<cudaDeviceProp*>(base);
     memset(p, 0, sizeof *p);
     p->clockRate = 1755000;        // kHz, an H100's boost clock
     p->memoryClockRate = 2619000;  // kHz

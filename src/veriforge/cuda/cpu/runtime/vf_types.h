@@ -49,8 +49,16 @@ struct cudaDeviceProp : vf_cuda_device_prop_base {
 #endif
 };
 #define VF_DEVICE_PROP_PARAM vf_cuda_device_prop_base
+// Our units pass the extended struct: this overload (an exact match, so preferred) fills all of it.
+// CUDA's own entry point fills only CUDA's part, so a plain host .cpp of a project, compiled against
+// CUDA's header with the smaller struct, is never written past its end.
+extern "C" cudaError_t vf_get_device_properties(cudaDeviceProp* prop, int device);
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+    return vf_get_device_properties(prop, device);
+}
 #else
 #include "vf_fallback_types.h"
 #include "vf_api_templates.h"
 #define VF_DEVICE_PROP_PARAM cudaDeviceProp
+extern "C" cudaError_t vf_get_device_properties(cudaDeviceProp* prop, int device);
 #endif
