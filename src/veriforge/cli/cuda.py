@@ -7,7 +7,7 @@ the CPU runtime, so CUDA code can be tried on a machine without a GPU.
 
 Exit codes: 0 success; 1 the code did not compile / used an unsupported feature / faulted;
 2 no toolchain or bad arguments; ``run`` otherwise exits with the program's own return code
-(124 when it ran past ``--timeout``, like ``timeout(1)``).
+(124 when it ran past ``--timeout``, like ``timeout(1)``; 3 when ``--race-check`` found a race).
 
 Heavy modules (the toolchain, the CPU runtime, rich) are imported inside the commands so that
 ``veriforge --help`` stays fast.
@@ -37,6 +37,7 @@ app = typer.Typer(
 EXIT_FAILED = 1
 EXIT_SETUP = 2
 EXIT_TIMEOUT = 124
+EXIT_RACE = 3
 
 
 def _echo_err(text: str) -> None:
@@ -251,6 +252,11 @@ def run_cmd(
     sanitize: Annotated[
         bool, typer.Option("--sanitize", help="Check out-of-bounds accesses (slower; reports the source line).")
     ] = False,
+    race_check: Annotated[
+        bool,
+        typer.Option("--race-check", help="Also run in reverse thread order and with interleaved threads; report "
+                     "the first launch whose memory depends on the order (exit 3 on a race)."),
+    ] = False,
 ) -> None:
     """Run a whole CUDA program (with main()) on the CPU runtime; exits with its return code.
 
@@ -287,7 +293,8 @@ def run_cmd(
         for note in getattr(proj, "notes", []):
             _echo_err(f"note: {note}")
         source: Any = proj
-        options = _run_options(cpu.run_program, cwd=Path.cwd(), sanitize=sanitize or None)
+        options = _run_options(cpu.run_program, cwd=Path.cwd(), sanitize=sanitize or None,
+                               race_check=race_check or None)
     else:  # a runtime without projects: one file, macros only
         if len(files) != 1 or include or flag or project is not None:
             _echo_err("error: this CPU runtime runs single files only (no -I, --flag, --project or several sources)")
@@ -300,6 +307,7 @@ def run_cmd(
             cwd=Path.cwd(),
             defines=defines or None,
             sanitize=sanitize or None,
+            race_check=race_check or None,
         )
     if timeout is not None:
         if not timeout > 0:
@@ -339,6 +347,11 @@ def run_cmd(
         _echo_err(f"{label}: error: the program ran past its {limit:g} s limit and was killed "
                   "(its output up to then is shown above)")
         raise typer.Exit(EXIT_TIMEOUT)
+    race = getattr(result, "race", None)
+    if race is not None:
+        _echo_err(f"{label}: {race}")
+        if race.found:
+            raise typer.Exit(EXIT_RACE)
     code = int(getattr(result, "returncode", 0) or 0)
     if code < 0:  # killed by a signal: the shell's convention
         code = 128 - code

@@ -624,11 +624,11 @@ class ProjectSources:
             todo.extend(index[p].includes)
         return order
 
-    def staged_texts(self) -> dict[str, str]:
+    def staged_texts(self, *, probe: bool = False) -> dict[str, str]:
         """The staged trees: every file rewritten (launches, ``extern __shared__``, ``volatile``)
         under ``t/`` for the CUDA units, and as written under ``h/`` for the host-only units, each
         with a ``#line`` naming the original so diagnostics, ``__FILE__`` and asserts name the
-        user's file."""
+        user's file. ``probe``: the race check's interleaving probe (``rewrite(..., probe=True)``)."""
         from .source import rewrite
 
         texts = {}
@@ -637,7 +637,7 @@ class ProjectSources:
         for f in self.files:
             head = f"#line 1 {line_name(f.display)}\n"
             if f.path in cuda:
-                texts[f.staged] = f"{head}{rewrite(f.scanned)}\n"
+                texts[f.staged] = f"{head}{rewrite(f.scanned, probe=probe)}\n"
             if f.path in host:
                 texts[f.host_staged] = f"{head}{f.text}\n"
         return texts

@@ -247,10 +247,10 @@ class Module:
         parts.append(f'\n#undef main\n#line 1 "{SHIM_FILE}"')
         n = 0
         for k in self._scanned.plain_kernels:
-            parts.append(f'static ::vf::KernelShim<&{k.name}> vf_launch_shim_{n}("{k.name}");')
+            parts.append(f'static ::vf::KernelShim<::vf::kernel_ptr(&{k.name})> vf_launch_shim_{n}("{k.name}");')
             n += 1
         for name, expr in instantiations.items():
-            parts.append(f'static ::vf::KernelShim<&{expr}> vf_launch_shim_{n}("{name}");')
+            parts.append(f'static ::vf::KernelShim<::vf::kernel_ptr(&{expr})> vf_launch_shim_{n}("{name}");')
             n += 1
         for i, f in enumerate(self._scanned.host_functions):
             parts.append(f'static ::vf::FunctionRegistrar vf_call_shim_{i}("{f.name}", &{f.expr});')

@@ -14,7 +14,7 @@ import os
 import re
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,13 +81,17 @@ class ProgramResult:
     seconds: float = 0.0
     isolation: dict[str, Any] = field(default_factory=dict)
     """What the sandbox had in force for the run (see docs/sandbox.md)."""
+    race: Any = None
+    """``run_program(race_check=True)``: a :class:`~veriforge.cuda.cpu.race.ProgramRace` (``.found``,
+    ``.kernel``, ``.location``, ``.allocation``, ...); None when not checked."""
 
     @property
     def ok(self) -> bool:
         return self.returncode == 0 and not self.timed_out
 
 
-def _program_text(source: str, defines: Mapping[str, Any] | None, filename: str, rt: Any = None) -> str:
+def _program_text(source: str, defines: Mapping[str, Any] | None, filename: str, rt: Any = None, *,
+                  probe: bool = False) -> str:
     scanned = scan(source)
     parts = []
     for name, value in (defines or {}).items():
@@ -98,7 +102,7 @@ def _program_text(source: str, defines: Mapping[str, Any] | None, filename: str,
     check_source_supported(rt if rt is not None else runtime(False), scanned, filename,
                            "".join(p + "\n" for p in parts))
     parts.append(f'#line 1 "{filename}"')
-    parts.append(rewrite(scanned))
+    parts.append(rewrite(scanned, probe=probe))
     shims = args_launch_shims(scanned)
     if shims:
         parts.append(f'#line 1 "{SHIM_FILE}"')
@@ -107,10 +111,10 @@ def _program_text(source: str, defines: Mapping[str, Any] | None, filename: str,
     return "\n".join(parts) + "\n"
 
 
-def _project_texts(project: Project, rt: Any) -> tuple[Any, dict[str, str]]:
+def _project_texts(project: Project, rt: Any, *, probe: bool = False) -> tuple[Any, dict[str, str]]:
     sources = collect_project(project)
     sources.check_supported(rt)
-    texts = sources.staged_texts()
+    texts = sources.staged_texts(probe=probe)
     cxx_units = [u for u in sources.units if u.kind != "c"]
     if not cxx_units:
         raise ValueError("a CUDA project needs at least one C++/CUDA source (.cu, .cpp)")
@@ -124,22 +128,25 @@ def _project_texts(project: Project, rt: Any) -> tuple[Any, dict[str, str]]:
 
 
 def build_program(source: str | Project, *, defines: Mapping[str, Any] | None = None, sanitize: bool = False,
-                  filename: str = "program.cu") -> Path:
+                  filename: str = "program.cu", probe: bool = False) -> Path:
     """Compile a whole CUDA program into a cached executable; returns its path.
 
     ``source`` is the program's text, or a :class:`~veriforge.cuda.cpu.Project` (several files,
     include directories, macros: then ``defines``/``filename`` must not be given - they belong to
     the project). Raises CompileError (with the user's file:line) or UnsupportedFeatureError.
+    ``probe``: the race check's interleaving build (kernels' pointer parameters yield at each access;
+    runtime/vf_probe.h) - for :mod:`veriforge.cuda.cpu.race` only.
     """
     rt = runtime(sanitize)
     if isinstance(source, Project):
         if defines:
             raise ValueError("give a Project's macros as Project.defines, not defines=")
-        sources, texts = _project_texts(source, rt)
+        sources, texts = _project_texts(source, rt, probe=probe)
         return build_project_executable(rt, sources, texts, kind="program")
     if not re.fullmatch(r"[\w.+-]+", filename):
         raise ValueError(f"filename must be a plain file name, got {filename!r}")
-    return build_executable(rt, _program_text(source, defines, filename, rt), kind="program", user_file=filename,
+    return build_executable(rt, _program_text(source, defines, filename, rt, probe=probe), kind="program",
+                            user_file=filename,
                             user_source=source)
 
 
@@ -184,7 +191,8 @@ def _text(data: bytes, truncated: bool) -> str:
 
 def run_program(source: str | Project, argv: Sequence[str] = (), stdin: bytes | str = b"",
                 timeout: float | None = None, *, defines: Mapping[str, Any] | None = None, sanitize: bool = False,
-                filename: str = "program.cu", cwd: str | os.PathLike[str] | None = None) -> ProgramResult:
+                filename: str = "program.cu", cwd: str | os.PathLike[str] | None = None,
+                race_check: bool = False) -> ProgramResult:
     """Compile and run a CUDA program with ``main()`` on the CPU; returns its exit status and output.
 
     ``source``: the program's text or a :class:`~veriforge.cuda.cpu.Project`. ``timeout`` (wall
@@ -197,15 +205,56 @@ def run_program(source: str | Project, argv: Sequence[str] = (), stdin: bytes | 
     (per-run uid, read-only filesystem except its work directory, no network, no secrets, whole
     process tree killed at the end). ``cwd`` (lent to the program for the run) defaults to a
     fresh private directory that is removed afterwards.
-    """
-    from veriforge.sandbox import run as sandbox_run
 
+    ``race_check``: also run the program in reverse block/thread order and with interleaved threads,
+    each with a per-launch trace, and report the first launch whose memory depends on the order
+    (:mod:`veriforge.cuda.cpu.race`) in ``.race``; the result is the index-order run's. Costs 3 to 6
+    runs, on one worker thread each (deterministic block order), plus a second build.
+    """
     exe = build_program(source, defines=defines, sanitize=sanitize, filename=filename)
     if timeout is None:
         timeout = source.timeout if isinstance(source, Project) and source.timeout else default_timeout()
     data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
     where = None if cwd is None else Path(cwd)
-    res = sandbox_run([str(exe), *map(str, argv)], cwd=where, stdin=data, env=_program_env(sanitize, timeout),
+    if not race_check:
+        return _run_exe(exe, argv, data, timeout, sanitize, where)
+    from . import race as race_mod
+    from .errors import CompileError, UnsupportedFeatureError
+
+    notes: list[str] = []
+    try:
+        probe_exe: Path | None = build_program(source, defines=defines, sanitize=sanitize, filename=filename,
+                                               probe=True)
+    except (CompileError, UnsupportedFeatureError) as exc:
+        probe_exe = None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        notes.append(f"the interleaving probe could not be built ({first[:200]}); checked in reverse order only")
+    verdict, first_run = race_mod.check(
+        lambda program, env, run_cwd: _run_exe(program, argv, data, timeout, sanitize, run_cwd, env),
+        exe, probe_exe, cwd=where, sources=_source_texts(source), notes=notes)
+    return replace(first_run, race=verdict)
+
+
+def _source_texts(source: str | Project) -> list[str]:
+    if not isinstance(source, Project):
+        return [source]
+    texts = []
+    root = Path(source.root) if source.root else Path.cwd()
+    for f in source.files:
+        path = Path(f) if Path(f).is_absolute() else root / f
+        try:
+            texts.append(path.read_text(errors="replace"))
+        except OSError:
+            continue
+    return texts
+
+
+def _run_exe(exe: Path, argv: Sequence[str], data: bytes, timeout: float, sanitize: bool, where: Path | None,
+             extra_env: Mapping[str, str] | None = None) -> ProgramResult:
+    from veriforge.sandbox import run as sandbox_run
+
+    env = {**_program_env(sanitize, timeout), **(extra_env or {})}
+    res = sandbox_run([str(exe), *map(str, argv)], cwd=where, stdin=data, env=env,
                       policy=_program_policy(timeout, sanitize, exe))
     timed_out = res.status == "timeout"
     code = -res.signal if res.signal is not None else (res.exit_code if res.exit_code is not None else -9)

@@ -112,6 +112,7 @@ class CpuBackend(Backend):
                 CaseOutput(config=request.cases[0].config, trial=request.cases[0].trial, problems=[run.message])]
             return run
         _add_check_problems(request, outputs, checks)
+        _locate_order_problem(request, outputs)
         if len(outputs) == len(request.cases) and (result.returncode != 0 or result.timed_out):
             # Every result was written, but the process then crashed or hung: on a GPU that is a
             # failed program (e.g. a host-side write through a bad pointer after the last case).
@@ -183,6 +184,59 @@ def _add_check_problems(request: CRequest, outputs: list[CaseOutput], checks: li
             if problem:
                 out.problems.append(problem)
                 found.add(f"order:{p.name}")
+
+
+ORDER_PROBLEM = "differs when threads run in another order"
+
+
+def _locate_order_problem(request: CRequest, outputs: list[CaseOutput]) -> None:
+    """Name the kernel and launch behind the first "differs when threads run in another order"
+    problem: only then (no cost without a race) that case runs again as its own program, traced,
+    in index and in reverse order (:mod:`veriforge.cuda.cpu.race`); the sentence gets the first
+    launch whose memory differs."""
+    for k, out in enumerate(outputs):
+        for j, problem in enumerate(out.problems):
+            if ORDER_PROBLEM in problem:
+                try:
+                    where = _locate_race(request, k)
+                except Exception as exc:  # locating is a courtesy: never lose the verdict over it
+                    where = f" (the racy launch could not be located: {type(exc).__name__})"
+                out.problems[j] = problem + where
+                return
+
+
+def _locate_race(request: CRequest, k: int) -> str:
+    """" - first differing launch: kernel 'k' launched at file:line, ..." for case ``k``, or ""."""
+    import shutil
+
+    from veriforge.cuda import cpu
+    from veriforge.cuda.cpu import race as race_mod
+    from veriforge.cuda.cpu.program import _run_exe
+
+    source = request.source.rstrip() + "\n" + driver_source(request.entry, request.params, race=False)
+    defines = {"main": "vf_candidate_main_unused_"}
+    exe = cpu.build_program(source, defines=defines, sanitize=request.memcheck, filename=request.filename)
+    tmp = Path(tempfile.mkdtemp(prefix="vf-race-"))
+    try:
+        tmp.chmod(0o755)
+        inp, out = tmp / "case.in", tmp / "case.out"
+        write_case_input(inp, request.params, request.cases[k].args)
+        argv = [str(inp), str(out)]
+        verdict, _ = race_mod.check(
+            lambda program, env, cwd: _run_exe(program, argv, b"", request.timeout_s, request.memcheck, cwd, env),
+            exe, None, cwd=tmp, sources=[request.source])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not verdict.found or verdict.kernel is None:
+        return ""
+    text = f" - the first launch whose memory differs: kernel '{verdict.kernel}'"
+    if verdict.location:
+        text += f" launched at {verdict.location}"
+    if verdict.allocation:
+        text += f", {verdict.allocation}: {verdict.differences} of {verdict.elements} elements differ"
+    elif verdict.notes:
+        text += f" ({verdict.notes[0]})"
+    return text
 
 
 def _copy_problem(request: CRequest, args: list[Any], chk: CaseChecks, where: str) -> str:

@@ -937,6 +937,15 @@ template <bool Reduce> inline void barrier_wait(Worker* w, Thread* t, int line, 
     // Threads that already exited count as arrived (hardware behaviour since Volta).
     if (w->bar_arrived + w->exited == w->n && block_cursor.next == w->n) {
         release_barrier(w, t);
+        if (w->reverse && w->run_count) {
+            // Race probe: the thread that completed the barrier resumes after the others, so the
+            // threads leave it in reverse order too (index order: the last thread goes first, then
+            // 0, 1, ...; reversed: ..., 1, then 0). Otherwise a loop after a barrier would start
+            // with the same thread in both orders.
+            Fiber* next = pick_next(w);
+            push_runnable(w, t);
+            switch_to(w, t->fiber, next);
+        }
         return;
     }
     t->state = kAtBarrier;

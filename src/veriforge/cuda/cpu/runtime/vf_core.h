@@ -37,6 +37,13 @@ struct GridSpec {
     // thread_loop() below around the kernel call, instantiated where the kernel is known so the
     // call is direct (usually inlined). Null: the scheduler loops over `fn` itself.
     ThreadFn loop = nullptr;
+    // Where a `<<<...>>>` launch is written and what its arguments point to (null when unknown):
+    // the race check's per-launch trace (host_api.cpp) names the launch and the argument.
+    const char* file = nullptr;
+    int line = 0;
+    const void* const* args = nullptr;
+    unsigned nargs = 0;
+    const char* arg_kinds = nullptr;  // one char per argument (vf_launch.h arg_kind)
 };
 
 // The hot state of the block a worker runs, shared by the scheduler and the thread loops that

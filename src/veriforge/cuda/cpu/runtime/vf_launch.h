@@ -20,10 +20,34 @@ struct LaunchConfig {
 // configuration, runs the grid, records the launch's error for cudaGetLastError.
 int host_launch(const GridSpec& spec, cudaStream_t stream);
 
+// The address a kernel argument points to (for the race check's per-launch trace), or null.
+template <class T> inline const void* arg_address(const T& v) {
+    if constexpr (std::is_pointer_v<T> && std::is_object_v<std::remove_pointer_t<T>>)
+        return (const void*)v;
+    else
+        return nullptr;
+}
+
+// What a kernel argument points to, for the race check's comparison of floating-point memory:
+// 'f' float, 'd' double, 'i' an integer type, 'o' anything else, '-' not a pointer.
+template <class T> inline constexpr char arg_kind() {
+    if constexpr (std::is_pointer_v<T> && std::is_object_v<std::remove_pointer_t<T>>) {
+        using E = std::remove_cv_t<std::remove_pointer_t<T>>;
+        if constexpr (std::is_same_v<E, float>) return 'f';
+        else if constexpr (std::is_same_v<E, double>) return 'd';
+        else if constexpr (std::is_integral_v<E>) return 'i';
+        else return 'o';
+    } else {
+        return '-';
+    }
+}
+
 template <class F> struct Launcher {
     LaunchConfig cfg;
     const char* name;
     F f;
+    const char* file = nullptr;  // where the launch is written (`<<<...>>>`), for the race check
+    int line = 0;
     // Arguments by value, as a kernel takes them: binding a reference would odr-use a constant
     // local (`const int n = 1000;`) that a user's lambda around the launch did not capture, which
     // nvcc accepts and g++ would reject.
@@ -33,6 +57,8 @@ template <class F> struct Launcher {
             F* f;
             Args* args;
         };
+        const void* addresses[sizeof...(A) + 1] = {arg_address(a)..., nullptr};
+        static constexpr char kinds[sizeof...(A) + 1] = {arg_kind<A>()..., 0};
         Args args(std::move(a)...);
         Ctx ctx{&f, &args};
         GridSpec spec{name, cfg.grid, cfg.block, cfg.shared,
@@ -49,11 +75,20 @@ template <class F> struct Launcher {
                           Args params = *x->args;
                           thread_loop([&]() VF_FLATTEN { std::apply(fn, params); });
                       }};
+        spec.file = file;
+        spec.line = line;
+        spec.args = addresses;
+        spec.nargs = sizeof...(A);
+        spec.arg_kinds = kinds;
         return host_launch(spec, cfg.stream);
     }
 };
 template <class F> inline Launcher<F> make_launch(LaunchConfig cfg, const char* name, F f) {
     return Launcher<F>{cfg, name, f};
+}
+template <class F>
+inline Launcher<F> make_launch_at(const char* file, int line, LaunchConfig cfg, const char* name, F f) {
+    return Launcher<F>{cfg, name, f, file, line};
 }
 
 // ---- kernels callable by name from Python ----------------------------------------------------
@@ -136,7 +171,12 @@ template <class... P> struct KernelRegistrar {
     }
 };
 
-// The same for a kernel known at compile time (`static KernelShim<&k> shim("k");`): the thread
+// `&k` as a constant of the kernel's own type: when a kernel shares its name with a function of
+// another type (a user's `__global__ void umax(...)` next to CUDA's `umax(unsigned, unsigned)`),
+// deduction picks the one overload that returns void, as KernelRegistrar's does.
+template <class... P> constexpr auto kernel_ptr(void (*f)(P...)) { return f; }
+
+// The same for a kernel known at compile time (`static KernelShim<kernel_ptr(&k)> shim("k");`): the thread
 // loop calls the kernel directly, so g++ can inline it into the loop over the block's threads.
 template <auto F> struct KernelShim;
 template <class... P, void (*F)(P...)> struct KernelShim<F> {
