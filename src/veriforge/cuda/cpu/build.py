@@ -473,6 +473,20 @@ def _raise_for_build_failure(rt: BuiltRuntime, log: str, user_file: str, source:
     raise CompileError(text, diags, log)
 
 
+def _publish(built: Path, exe: Path, sign_parts: Any, what: str, log: str) -> Path:
+    """Copy a freshly linked executable into the cache as ``exe``: signed, then renamed into place."""
+    if built.is_symlink() or not built.is_file():
+        raise CompileError(f"compiling {what} produced no executable", [], log)
+    staged = exe.parent / f".{exe.name}.{uuid.uuid4().hex[:8]}"
+    shutil.copyfile(built, staged)
+    os.chmod(staged, 0o755)
+    integrity.sign_file(staged, *sign_parts)
+    # signature first: a concurrent reader that finds the executable always finds its signature
+    os.replace(integrity.signature_path(staged), integrity.signature_path(exe))
+    os.replace(staged, exe)
+    return exe
+
+
 def build_executable(rt: BuiltRuntime, text: str, *, kind: str, user_file: str, user_source: str,
                      timeout: float = 600.0) -> Path:
     """Compile and link ``text`` (already rewritten, with its #line preamble) into an executable.
@@ -500,17 +514,7 @@ def build_executable(rt: BuiltRuntime, text: str, *, kind: str, user_file: str, 
         code, log = _compile_confined(cmd, tmp, timeout, rt, user_file)
         if code != 0:
             _raise_for_build_failure(rt, log, user_file, user_source)
-        built = tmp / "a.out"
-        if built.is_symlink() or not built.is_file():
-            raise CompileError(f"compiling {user_file} produced no executable", [], log)
-        staged = out_dir / f".{exe.name}.{uuid.uuid4().hex[:8]}"
-        shutil.copyfile(built, staged)
-        os.chmod(staged, 0o755)
-        integrity.sign_file(staged, *sign_parts)
-        # signature first: a concurrent reader that finds the executable always finds its signature
-        os.replace(integrity.signature_path(staged), integrity.signature_path(exe))
-        os.replace(staged, exe)
-        return exe
+        return _publish(tmp / "a.out", exe, sign_parts, user_file, log)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -845,16 +849,7 @@ def build_project_executable(rt: BuiltRuntime, sources: ProjectSources, texts: d
             cmd += ["-x", "c++", "-include", str(rt.root / "vf_cuda.h"), *(u.staged for u in cuda_units), "-x", "none"]
         cmd += [*objects, *rt.objects(kind), "-o", "a.out", "-ldl", *links]
         compile_step(cmd, first)
-        built = tmp / "a.out"
-        if built.is_symlink() or not built.is_file():
-            raise CompileError(f"compiling {first.display} produced no executable", [], "")
-        staged = out_dir / f".{exe.name}.{uuid.uuid4().hex[:8]}"
-        shutil.copyfile(built, staged)
-        os.chmod(staged, 0o755)
-        integrity.sign_file(staged, *sign_parts)
-        os.replace(integrity.signature_path(staged), integrity.signature_path(exe))
-        os.replace(staged, exe)
-        return exe
+        return _publish(tmp / "a.out", exe, sign_parts, first.display, "")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -155,14 +155,21 @@ def parse_trace(text: str) -> list[_Launch]:
     return launches
 
 
-def read_limited(path: Path, limit: int) -> bytes:
-    """At most ``limit`` bytes of a file the sandboxed program wrote (no links, regular files only)."""
+def read_limited(path: Path, limit: int, *, strict: bool = False) -> bytes:
+    """At most ``limit`` bytes of a file a sandboxed program wrote (no links, regular files only).
+
+    A missing file, a link or a non-regular file gives ``b""``, or with ``strict`` raises
+    (``OSError`` / ``ValueError``): the program controls that path, so it is never followed."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
+        if strict:
+            raise
         return b""
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
+            if strict:
+                raise ValueError(f"{Path(path).name} is not a regular file")
             return b""
         chunks, left = [], limit
         while left > 0:

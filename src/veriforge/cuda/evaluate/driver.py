@@ -205,24 +205,11 @@ def write_case_input(path: Path, params: list[CParam], args: list[Any]) -> None:
 
 
 def read_untrusted(path: Path, limit: int) -> bytes:
-    """At most ``limit`` bytes of a file a sandboxed program wrote (no links, regular files only)."""
-    import os
-    import stat
+    """At most ``limit + 1`` bytes of a file a sandboxed program wrote (no links, regular files only;
+    one byte more than the limit, so the caller can tell a file that is too long)."""
+    from veriforge.cuda.cpu.race import read_limited
 
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"{path.name} is not a regular file")
-        chunks, left = [], limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 22))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    return read_limited(path, limit + 1, strict=True)
 
 
 def _output_params(params: list[CParam], args: list[Any]) -> list[tuple[CParam, np.dtype, int]]:
