@@ -20,42 +20,47 @@ inline void lockstep_step() {
     if (in_kernel()) (void)active_mask();
 }
 
-template <class T> struct LockstepRef;
+// An element reached through a pointer whose every load and store first calls Step(): the
+// lockstep rendezvous here, the race check's yield in vf_probe.h. E is the element as stored
+// (`volatile T` for lockstep, `T` for the probe); reads give a plain T.
+template <class T, class E, void (*Step)()> struct StepRef;
 
-template <class U> inline decltype(auto) lockstep_value(const U& v) { return v; }
-template <class T> inline T lockstep_value(const LockstepRef<T>& r) { return static_cast<T>(r); }
+template <class U> inline decltype(auto) step_value(const U& v) { return v; }
+template <class T, class E, void (*Step)()> inline T step_value(const StepRef<T, E, Step>& r) {
+    return static_cast<T>(r);
+}
 
-template <class T> struct LockstepRef {
-    volatile T* p;
+template <class T, class E, void (*Step)()> struct StepRef {
+    E* p;
     operator T() const {
-        lockstep_step();
+        Step();
         return *p;
     }
-    const LockstepRef& operator=(const T& v) const {
-        lockstep_step();
+    const StepRef& operator=(const T& v) const {
+        Step();
         *p = v;
         return *this;
     }
-    const LockstepRef& operator=(const LockstepRef& o) const { return *this = static_cast<T>(o); }
-#define VF_LOCKSTEP_COMPOUND(op)                                        \
-    template <class U> const LockstepRef& operator op##=(const U& v) const { \
-        auto rhs = lockstep_value(v);                                   \
-        T cur = *this;                                                  \
-        return *this = static_cast<T>(cur op rhs);                      \
+    const StepRef& operator=(const StepRef& o) const { return *this = static_cast<T>(o); }
+#define VF_STEP_COMPOUND(op)                                             \
+    template <class U> const StepRef& operator op##=(const U& v) const { \
+        auto rhs = step_value(v);                                        \
+        T cur = *this;                                                   \
+        return *this = static_cast<T>(cur op rhs);                       \
     }
-    VF_LOCKSTEP_COMPOUND(+)
-    VF_LOCKSTEP_COMPOUND(-)
-    VF_LOCKSTEP_COMPOUND(*)
-    VF_LOCKSTEP_COMPOUND(/)
-    VF_LOCKSTEP_COMPOUND(%)
-    VF_LOCKSTEP_COMPOUND(&)
-    VF_LOCKSTEP_COMPOUND(|)
-    VF_LOCKSTEP_COMPOUND(^)
-    VF_LOCKSTEP_COMPOUND(<<)
-    VF_LOCKSTEP_COMPOUND(>>)
-#undef VF_LOCKSTEP_COMPOUND
-    const LockstepRef& operator++() const { return *this += 1; }
-    const LockstepRef& operator--() const { return *this -= 1; }
+    VF_STEP_COMPOUND(+)
+    VF_STEP_COMPOUND(-)
+    VF_STEP_COMPOUND(*)
+    VF_STEP_COMPOUND(/)
+    VF_STEP_COMPOUND(%)
+    VF_STEP_COMPOUND(&)
+    VF_STEP_COMPOUND(|)
+    VF_STEP_COMPOUND(^)
+    VF_STEP_COMPOUND(<<)
+    VF_STEP_COMPOUND(>>)
+#undef VF_STEP_COMPOUND
+    const StepRef& operator++() const { return *this += 1; }
+    const StepRef& operator--() const { return *this -= 1; }
     T operator++(int) const {
         T old = *this;
         *this = static_cast<T>(old + 1);
@@ -66,8 +71,10 @@ template <class T> struct LockstepRef {
         *this = static_cast<T>(old - 1);
         return old;
     }
-    volatile T* operator&() const { return p; }
+    E* operator&() const { return p; }
 };
+
+template <class T> using LockstepRef = StepRef<T, volatile T, lockstep_step>;
 
 // Numbers (and pointers) step; anything else (a struct, __half) is a plain volatile reference.
 template <class T> inline constexpr bool lockstep_scalar_v =

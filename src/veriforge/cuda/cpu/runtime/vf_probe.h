@@ -14,53 +14,7 @@ inline void probe_step() {
     if (in_kernel()) yield_thread();
 }
 
-template <class T> struct ProbeRef;
-template <class U> inline decltype(auto) probe_value(const U& v) { return v; }
-template <class T> inline T probe_value(const ProbeRef<T>& r) { return static_cast<T>(r); }
-
-template <class T> struct ProbeRef {
-    T* p;
-    operator T() const {
-        probe_step();
-        return *p;
-    }
-    const ProbeRef& operator=(const T& v) const {
-        probe_step();
-        *p = v;
-        return *this;
-    }
-    const ProbeRef& operator=(const ProbeRef& o) const { return *this = static_cast<T>(o); }
-#define VF_PROBE_COMPOUND(op)                                          \
-    template <class U> const ProbeRef& operator op##=(const U& v) const { \
-        auto rhs = probe_value(v);                                     \
-        T cur = *this;                                                 \
-        return *this = static_cast<T>(cur op rhs);                     \
-    }
-    VF_PROBE_COMPOUND(+)
-    VF_PROBE_COMPOUND(-)
-    VF_PROBE_COMPOUND(*)
-    VF_PROBE_COMPOUND(/)
-    VF_PROBE_COMPOUND(%)
-    VF_PROBE_COMPOUND(&)
-    VF_PROBE_COMPOUND(|)
-    VF_PROBE_COMPOUND(^)
-    VF_PROBE_COMPOUND(<<)
-    VF_PROBE_COMPOUND(>>)
-#undef VF_PROBE_COMPOUND
-    const ProbeRef& operator++() const { return *this += 1; }
-    const ProbeRef& operator--() const { return *this -= 1; }
-    T operator++(int) const {
-        T old = *this;
-        *this = static_cast<T>(old + 1);
-        return old;
-    }
-    T operator--(int) const {
-        T old = *this;
-        *this = static_cast<T>(old - 1);
-        return old;
-    }
-    T* operator&() const { return p; }
-};
+template <class T> using ProbeRef = StepRef<T, T, probe_step>;  // vf_lockstep.h
 
 template <class T> struct ProbePtr {
     using Ref = std::conditional_t<std::is_arithmetic_v<T> || std::is_enum_v<T>, ProbeRef<T>, T&>;
@@ -76,7 +30,8 @@ template <class T> struct ProbePtr {
         if constexpr (std::is_reference_v<Ref>) return p[i];
         else return Ref{p + i};
     }
-    template <class U> Ref operator[](const ProbeRef<U>& i) const { return (*this)[static_cast<U>(i)]; }
+    template <class U, class E, void (*S)()>
+    Ref operator[](const StepRef<U, E, S>& i) const { return (*this)[static_cast<U>(i)]; }
     Ref operator*() const { return (*this)[0]; }
     T* operator->() const { return p; }
     template <class I, class = std::enable_if_t<std::is_integral_v<I>>> ProbePtr operator+(I i) const { return p + i; }
