@@ -812,12 +812,18 @@ def rewrite(scanned: ScannedSource, *, probe: bool = False) -> str:
     return "".join(out)
 
 
+# Uses of a kernel by address: cudaLaunchKernel and CUDA graph kernel nodes (cudaKernelNodeParams::func).
+_BY_ADDRESS = re.compile(r"\b(?:cudaLaunchKernel|cudaKernelNodeParams|cudaGraphNodeParams|cudaGraphAddKernelNode|"
+                         r"cudaGraphKernelNodeSetParams|cudaGraphExecKernelNodeSetParams|cudaGraphAddNode)\b")
+
+
 def args_launch_shims(scanned: ScannedSource) -> list[str]:
     """Registrations (C++ lines, to append after the user's code) that let
-    ``cudaLaunchKernel((const void*)kernel, grid, block, args, ...)`` find each plain kernel's
-    parameter types by address. Only for files that call cudaLaunchKernel, so taking a kernel's
-    address can never break a file that does not need it."""
-    if not re.search(r"\bcudaLaunchKernel\b", scanned.masked):
+    ``cudaLaunchKernel((const void*)kernel, grid, block, args, ...)`` and CUDA graph kernel nodes
+    (``cudaKernelNodeParams::func``) find each plain kernel's parameter types by address. Only for
+    files that use kernels by address, so taking a kernel's address can never break a file that
+    does not need it."""
+    if not _BY_ADDRESS.search(scanned.masked):
         return []
     return [f'static ::vf::ArgsLaunchRegistrar vf_args_shim_{i}("{k.name}", &{k.name});'
             for i, k in enumerate(scanned.plain_kernels)]
