@@ -144,7 +144,8 @@ class BuiltRuntime:
         return flags
 
     def objects(self, kind: str) -> list[str]:
-        names = ["scheduler", "host_api", "graphs", "device_launch", "fiber"] + (["worker_main"] if kind == "module" else [])
+        names = ["scheduler", "host_api", "graphs", "device_launch", "fiber"]
+        names += ["worker_main"] if kind == "module" else []
         return [str(self.root / f"{n}.o") for n in names]
 
     def scrub(self, text: str) -> str:
