@@ -94,7 +94,7 @@ def _strip_comments(src: str) -> str:
 
 
 def _split_top(text: str, sep: str) -> list[str]:
-    """Split at ``sep`` outside brackets and string literals (``::`` is never a ``:`` separator)."""
+    """Split at ``sep`` outside brackets and string literals (``asm("..." :: "r"(x))`` has an empty section)."""
     parts, depth, cur, i = [], 0, [], 0
     while i < len(text):
         c = text[i]
@@ -109,11 +109,7 @@ def _split_top(text: str, sep: str) -> list[str]:
             depth += 1
         elif c in ")]}":
             depth -= 1
-        if c == sep and depth == 0:
-            if sep == ":" and (text[i + 1 : i + 2] == ":" or (i > 0 and text[i - 1] == ":")):
-                cur.append(c)
-                i += 1
-                continue
+        if c == sep and depth == 0:  # operand expressions are parenthesised: a `::` there is at depth 1
             parts.append("".join(cur))
             cur = []
         else:
@@ -169,6 +165,7 @@ _OPERAND = re.compile(r'^\s*(?:\[\s*(?P<name>\w+)\s*\])?\s*"(?P<c>[^"]*)"\s*\((?
 
 def parse_asm(body: str) -> AsmStatement:
     """``body``: the text between the parentheses of ``asm(...)`` (comments allowed)."""
+    body = re.sub(r"\\[ \t]*\n", "", body)  # line splices (an asm inside a multi-line macro)
     sections = _split_top(_strip_comments(body), ":")
     template = _string_literals(sections[0])
     stmt = AsmStatement(template=template, basic=len(sections) == 1)

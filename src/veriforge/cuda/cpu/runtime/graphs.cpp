@@ -1449,11 +1449,18 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
         collect_handles(exec->graph, handles);
         for (CondState* h : handles)
             if (h->assign_default) h->value.store(h->dflt);
-        if (exec->flags & cudaGraphInstantiateFlagAutoFreeOnLaunch) {
-            std::vector<Backing*> allocs;
-            collect_allocs(exec->graph, allocs);
-            for (Backing* b : allocs)
-                if (b->live) mark_freed(b);
+        std::vector<Backing*> allocs;
+        collect_allocs(exec->graph, allocs);
+        for (Backing* b : allocs) {
+            if (!b->live) continue;
+            if (exec->flags & cudaGraphInstantiateFlagAutoFreeOnLaunch) {
+                mark_freed(b);
+                continue;
+            }
+            fprintf(stderr, "veriforge: cudaGraphLaunch: the graph allocation at %p (%zu bytes) is still allocated from "
+                    "an earlier launch; free it before relaunching (or instantiate with "
+                    "cudaGraphInstantiateFlagAutoFreeOnLaunch)\n", b->ptr, b->size);
+            return cudaErrorInvalidValue;
         }
     }
     return (cudaError_t)run_graph(exec->graph, stream, &exec->order);
