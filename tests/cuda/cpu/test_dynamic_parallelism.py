@@ -162,3 +162,32 @@ def test_module_launch_runs_device_launched_grids(compile_cu):
     x = np.zeros(16, np.int32)
     mod.launch("root", 1, 16, [x])
     np.testing.assert_array_equal(x, 10 * np.arange(16))
+
+
+def test_cuda_launch_kernel_from_device_code_and_under_capture(cpu_session_home, monkeypatch):
+    monkeypatch.setenv("VERIFORGE_HOME", cpu_session_home)
+    src = r"""
+#include <cstdio>
+__global__ void leaf(int* x, int v) { x[threadIdx.x] = v; }
+__global__ void root(int* x) {
+    int v = 5; void* args[] = {&x, &v};
+    cudaLaunchKernel(leaf, dim3(1), dim3(8), args, 0, 0);   // device-side launch through the API
+}
+int main() {
+    int* x; cudaMallocManaged(&x, 64);
+    root<<<1, 1>>>(x);
+    cudaDeviceSynchronize();
+    printf("%d %d\n", x[0], x[7]);
+    cudaStream_t s; cudaStreamCreate(&s); cudaGraph_t g; cudaGraphExec_t e;
+    int v = 9; void* args[] = {&x, &v};
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    cudaLaunchKernel((const void*)leaf, dim3(1), dim3(8), args, 0, s);
+    cudaStreamEndCapture(s, &g);
+    printf("captured %d\n", x[0]);
+    cudaGraphInstantiate(&e, g, 0); cudaGraphLaunch(e, s); cudaStreamSynchronize(s);
+    printf("%d\n", x[3]);
+    return 0;
+}
+"""
+    res = cpu.run_program(src)
+    assert res.ok and res.stdout == "5 5\ncaptured 5\n9\n", res.stdout + res.stderr

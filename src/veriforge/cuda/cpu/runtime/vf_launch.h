@@ -86,7 +86,9 @@ template <class F> struct Launcher {
         spec.arg_kinds = kinds;
         if (__builtin_expect(launch_is_deferred(cfg.stream), 0)) {
             // Recorded by a stream capture or launched from device code: runs later, on copies.
-            if constexpr (std::is_empty_v<F> && (std::is_copy_constructible_v<A> && ...))
+            // The callable must not refer to the launching frame: the front end's capture-less
+            // lambda around a kernel name, or a kernel pointer (cudaLaunchKernel).
+            if constexpr ((std::is_empty_v<F> || std::is_pointer_v<F>) && (std::is_copy_constructible_v<A> && ...))
                 return submit_deferred(new OwnedLaunch<F, A...>(spec, f, std::move(args)), cfg.stream);
             else
                 return refuse_deferred(name, cfg.stream);
