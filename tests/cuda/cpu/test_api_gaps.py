@@ -449,12 +449,12 @@ def test_legacy_aliases(host_api_out):
 
 def test_unsupported_api_function_is_refused_with_its_line(cpu_session_home, monkeypatch):
     monkeypatch.setenv("VERIFORGE_HOME", cpu_session_home)
-    src = ("#include <cuda_runtime.h>\n// cudaStreamBeginCapture(s, m) in a comment does not count\n"
-           "int main() {\n    cudaStream_t s; cudaStreamCreate(&s); cudaGraph_t g;\n"
-           "    cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);\n    cudaStreamEndCapture(s, &g);\n"
+    src = ("#include <cuda_runtime.h>\n// cudaIpcGetMemHandle(&h, p) in a comment does not count\n"
+           "int main() {\n    cudaIpcMemHandle_t h; void* p = nullptr;\n"
+           "    cudaIpcGetMemHandle(&h, p);\n    cudaIpcCloseMemHandle(p);\n"
            "    return 0;\n}\n")
     with pytest.raises(cpu.UnsupportedFeatureError) as info:
         cpu.run_program(src, timeout=60)
     msg = str(info.value)
-    assert "cudaStreamBeginCapture (program.cu:5: cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);)" in msg
-    assert "cudaStreamEndCapture (program.cu:6:" in msg
+    assert "cudaIpcGetMemHandle (program.cu:5: cudaIpcGetMemHandle(&h, p);)" in msg
+    assert "cudaIpcCloseMemHandle (program.cu:6:" in msg

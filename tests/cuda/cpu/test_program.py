@@ -226,7 +226,7 @@ static unsigned long long ticks() { unsigned lo, hi; __asm__ volatile("rdtsc" : 
     return ((unsigned long long)hi << 32) | lo; }
 __global__ void k(int* p) {
 #ifdef __CUDA_ARCH__
-    asm volatile("membar.gl;");
+    asm volatile("pmevent 1;");
 #endif
 #if 0
     asm("mov.u32 %0, %%laneid;" : "=r"(p[0]));

@@ -63,7 +63,7 @@ def test_extern_shared_rewrite_inside_functions_and_at_namespace_scope():
 @pytest.mark.parametrize(
     ("code", "feature"),
     [
-        ('__global__ void k(int* p) {\n  asm volatile("membar.gl;");\n}', "inline PTX"),
+        ('__global__ void k(int* p) {\n  asm volatile("pmevent 1;");\n}', "inline PTX"),   # outside the subset
         ("#include <mma.h>\nusing namespace nvcuda;\n__global__ void k() { wmma::fragment<int> f; }", "WMMA"),
         ("__global__ void k(float* s, const float* g) {\n  __pipeline_memcpy_async(s, g, 16);\n}", "cp.async"),
         ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n__global__ void k() {\n"
@@ -163,10 +163,12 @@ def test_launches_spelled_with_spaces_and_newlines_are_rewritten():
         ('void barrier() { asm volatile("" ::: "memory"); }\nstruct S { void f() { __asm__("pause"); } };', False),
         ('__host__ __device__ void f() { asm volatile("" ::: "memory"); }', False),
         ('int f() __asm__("g");', False),
-        ('__device__ int lane() {\n  int x; asm("mov.u32 %0, %%laneid;" : "=r"(x)); return x; }', True),
+        ('__device__ int lane() {\n  int x; asm("mov.u32 %0, %%laneid;" : "=r"(x)); return x; }', False),  # subset
+        ('__device__ int lane() {\n  int x; asm("mov.u32 %0, %%envreg1;" : "=r"(x)); return x; }', True),
         ('struct S { __device__ void f() {\n  asm volatile("nop"); } };', True),
         ('__global__ void k() { auto l = [&]() {\n  asm("nop"); }; }', True),
-        ('void host() {\n  asm volatile("membar.gl;"); }', True),   # PTX wherever it is
+        ('void host() {\n  asm volatile("membar.proxy.alias;"); }', True),   # PTX wherever it is
+        ('void host() {\n  asm volatile("membar.gl;"); }', False),   # PTX in the subset: translated
     ],
 )
 def test_only_device_side_asm_is_refused(code, refused):

@@ -21,6 +21,8 @@ from typing import Any
 
 from veriforge.errors import UnsupportedFeatureError
 
+from .ptx import PtxError, translate_asm
+
 __all__ = [
     "HostFunctionDecl",
     "KernelDecl",
@@ -433,6 +435,39 @@ def _asm_side(masked: str, text: str, pos: int) -> str:
     return side
 
 
+def _ptx_problem(text: str, masked: str, paren: int) -> str | None:
+    """Why the device-side ``asm(`` whose parenthesis is at ``paren`` cannot be translated, or None."""
+    close = _match_paren(masked, paren)
+    if close < 0:
+        return "an unterminated asm statement"
+    try:
+        translate_asm(text, paren, close)
+    except PtxError as exc:
+        return f"'{exc.instruction}' ({exc.reason})"
+    return None
+
+
+def _rewrite_asm(text: str, masked: str, edits: list[tuple[int, int, str]]) -> None:
+    """Device-side ``asm(...)`` statements in the supported PTX subset become C++ (ptx.py); the
+    others are left for :func:`find_unsupported` to refuse."""
+    for m in _UNSUPPORTED[0][0].finditer(masked):
+        if _asm_side(masked, text, m.start()) != "device":
+            continue
+        paren = m.end() - 1
+        close = _match_paren(masked, paren)
+        if close < 0:
+            continue
+        try:
+            code = translate_asm(text, paren, close)
+        except PtxError:
+            continue
+        original = text[m.start() : close + 1]
+        # keep the line structure, including a macro's backslash continuations
+        breaks = "".join(" \\\n" if original[k - 1 : k] == "\\" else "\n"
+                         for k, ch in enumerate(original) if ch == "\n")
+        edits.append((m.start(), close + 1, code + breaks))
+
+
 def find_unsupported(scanned: ScannedSource, filename: str,
                      active_lines: set[int] | frozenset[int] | None = None) -> list[Refusal]:
     """Every use of a feature the CPU runtime cannot execute, in source order.
@@ -447,8 +482,14 @@ def find_unsupported(scanned: ScannedSource, filename: str,
     hits: list[tuple[int, str]] = []
     for index, (pattern, feature) in enumerate(_UNSUPPORTED):
         for m in pattern.finditer(masked):
-            if index == 0 and _asm_side(masked, text, m.start()) != "device":
-                continue
+            if index == 0:
+                if _asm_side(masked, text, m.start()) != "device":
+                    continue
+                problem = _ptx_problem(text, masked, m.end() - 1)
+                if problem is None:
+                    continue  # inside the supported PTX subset (ptx.py)
+                hits.append((m.start(), f"{feature} {problem}"))
+                break
             hits.append((m.start(), feature))
             break
     # grid-wide sync: this_grid() is fine for thread_rank(), its sync() is not
@@ -795,6 +836,8 @@ def rewrite(scanned: ScannedSource, *, probe: bool = False) -> str:
     edits: list[tuple[int, int, str]] = []
     _rewrite_extern_shared(text, masked, scopes, edits)
     _rewrite_launches(text, masked, edits)
+    if re.search(r"\b(?:asm|__asm__|__asm)\b", masked):
+        _rewrite_asm(text, masked, edits)
     if "volatile" in masked:
         _rewrite_volatile(text, masked, scopes, edits)
     if probe and "__global__" in masked:
@@ -812,12 +855,18 @@ def rewrite(scanned: ScannedSource, *, probe: bool = False) -> str:
     return "".join(out)
 
 
+# Uses of a kernel by address: cudaLaunchKernel and CUDA graph kernel nodes (cudaKernelNodeParams::func).
+_BY_ADDRESS = re.compile(r"\b(?:cudaLaunchKernel|cudaKernelNodeParams|cudaGraphNodeParams|cudaGraphAddKernelNode|"
+                         r"cudaGraphKernelNodeSetParams|cudaGraphExecKernelNodeSetParams|cudaGraphAddNode)\b")
+
+
 def args_launch_shims(scanned: ScannedSource) -> list[str]:
     """Registrations (C++ lines, to append after the user's code) that let
-    ``cudaLaunchKernel((const void*)kernel, grid, block, args, ...)`` find each plain kernel's
-    parameter types by address. Only for files that call cudaLaunchKernel, so taking a kernel's
-    address can never break a file that does not need it."""
-    if not re.search(r"\bcudaLaunchKernel\b", scanned.masked):
+    ``cudaLaunchKernel((const void*)kernel, grid, block, args, ...)`` and CUDA graph kernel nodes
+    (``cudaKernelNodeParams::func``) find each plain kernel's parameter types by address. Only for
+    files that use kernels by address, so taking a kernel's address can never break a file that
+    does not need it."""
+    if not _BY_ADDRESS.search(scanned.masked):
         return []
     return [f'static ::vf::ArgsLaunchRegistrar vf_args_shim_{i}("{k.name}", &{k.name});'
             for i, k in enumerate(scanned.plain_kernels)]

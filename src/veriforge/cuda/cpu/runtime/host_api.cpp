@@ -39,7 +39,41 @@ void register_device_buffer(void* ptr, size_t size);
 void unregister_device_buffers();
 long long device_clock64();                 // vf_intrinsics.h
 unsigned long long device_globaltimer();
+// Dynamic parallelism (device_launch.cpp): cudaGetLastError / cudaDeviceSynchronize in device code.
+int device_last_error(bool reset);
+int device_synchronize_refused();
+#if defined(VF_HAVE_CUDA_HEADERS)
+// Stream capture and graph memory (graphs.cpp). Each returns -1 when it does not apply (the stream
+// is not capturing, the pointer is not a graph allocation), else the call's result.
+int capture_memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t s);
+int capture_memcpy3d(const cudaMemcpy3DParms* p, cudaStream_t s);
+int capture_memset(void* ptr, size_t pitch, int value, size_t width, size_t height, cudaStream_t s);
+int capture_host_func(cudaHostFn_t fn, void* data, cudaStream_t s);
+int capture_event_record(cudaEvent_t e, cudaStream_t s);
+int capture_wait_event(cudaStream_t s, cudaEvent_t e);
+int capture_malloc(void** ptr, size_t size, cudaStream_t s);
+int capture_free(void* ptr, cudaStream_t s);
+int capture_unsupported(cudaStream_t s);
+int capture_forbids_sync();
+void capture_forget_stream(cudaStream_t s);
+void capture_forget_event(cudaEvent_t e);
+int graph_mem_free(void* ptr);
+#endif
 }  // namespace vf
+#if defined(VF_HAVE_CUDA_HEADERS)
+// A call a capturing stream records instead of running (graphs.cpp): returns its result.
+#define VF_CAPTURED(call)                                         \
+    do {                                                          \
+        int vf_captured_ = (call);                                \
+        if (vf_captured_ >= 0) return set_error((cudaError_t)vf_captured_); \
+    } while (0)
+#define VF_CAPTURE_ONLY(call) call
+#else
+#define VF_CAPTURED(call) \
+    do {                  \
+    } while (0)
+#define VF_CAPTURE_ONLY(call)
+#endif
 
 namespace {
 
@@ -765,12 +799,14 @@ extern "C" {
 
 // ---- errors ----------------------------------------------------------------------------------
 cudaError_t cudaGetLastError(void) {
+    if (vf::in_kernel()) return (cudaError_t)vf::device_last_error(true);  // device code: its own launches
     std::lock_guard<std::mutex> lock(g_mutex);
     cudaError_t e = g_last_error;
     g_last_error = g_sticky_error;
     return e;
 }
 cudaError_t cudaPeekAtLastError(void) {
+    if (vf::in_kernel()) return (cudaError_t)vf::device_last_error(false);
     std::lock_guard<std::mutex> lock(g_mutex);
     return g_last_error;
 }
@@ -800,7 +836,28 @@ cudaError_t cudaPeekAtLastError(void) {
     X(cudaErrorPeerAccessAlreadyEnabled, "peer access is already enabled")                        \
     X(cudaErrorPeerAccessNotEnabled, "peer access has not been enabled")                          \
     X(cudaErrorNotPermitted, "operation not permitted")                                           \
-    X(cudaErrorUnknown, "unknown error")
+    X(cudaErrorUnknown, "unknown error")                                                          \
+    VF_ERRORS_CUDA12(X)
+#if defined(VF_HAVE_CUDA_HEADERS)
+// Stream capture, graphs and dynamic parallelism (graphs.cpp, device_launch.cpp).
+#define VF_ERRORS_CUDA12(X)                                                                                     \
+    X(cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing")                    \
+    X(cudaErrorStreamCaptureInvalidated, "operation failed due to a previous error during capture")             \
+    X(cudaErrorStreamCaptureMerge, "operation would result in a merge of separate capture sequences")           \
+    X(cudaErrorStreamCaptureUnmatched, "capture was not ended in the same stream as it began")                  \
+    X(cudaErrorStreamCaptureUnjoined, "capturing stream has unjoined work")                                     \
+    X(cudaErrorStreamCaptureIsolation, "dependency created on uncaptured work in another stream")               \
+    X(cudaErrorStreamCaptureImplicit, "operation would make the legacy stream depend on a capturing blocking stream") \
+    X(cudaErrorCapturedEvent, "operation not permitted on an event last recorded in a capturing stream")       \
+    X(cudaErrorStreamCaptureWrongThread, "attempt to terminate a thread-local capture sequence from another thread") \
+    X(cudaErrorGraphExecUpdateFailure, "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update") \
+    X(cudaErrorIllegalState, "the operation cannot be performed in the present state")                          \
+    X(cudaErrorLaunchMaxDepthExceeded, "launch would exceed maximum depth of nested launches")                  \
+    X(cudaErrorLaunchPendingCountExceeded, "launch failed because launch would exceed cudaLimitDevRuntimePendingLaunchCount") \
+    X(cudaErrorOperatingSystem, "OS call failed or operation not supported on this OS")
+#else
+#define VF_ERRORS_CUDA12(X)
+#endif
 
 const char* cudaGetErrorString(cudaError_t e) {
 #define X(code, text) \
@@ -830,7 +887,11 @@ cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
     *flags = 0;
     return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize(void) { return sticky(); }
+cudaError_t cudaDeviceSynchronize(void) {
+    if (vf::in_kernel()) return (cudaError_t)vf::device_synchronize_refused();
+    VF_CAPTURED(vf::capture_forbids_sync());
+    return sticky();
+}
 cudaError_t cudaDeviceReset(void) {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_last_error = g_sticky_error = cudaSuccess;
@@ -1050,6 +1111,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int dev
 // ---- memory ----------------------------------------------------------------------------------
 cudaError_t cudaMalloc(void** ptr, size_t size) {
     if (cudaError_t e = sticky()) return e;
+    VF_CAPTURED(vf::capture_forbids_sync());
     if (!ptr) return set_error(cudaErrorInvalidValue);
     *ptr = device_alloc(size);
     return *ptr ? cudaSuccess : set_error(cudaErrorMemoryAllocation);
@@ -1072,10 +1134,14 @@ static cudaError_t pool_alloc(void** ptr, size_t size, MemPool* p) {
     p->reserved_high = std::max(p->reserved_high, p->reserved);
     return cudaSuccess;
 }
-cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t) { return pool_alloc(ptr, size, g_current_pool); }
+cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t s) {
+    VF_CAPTURED(vf::capture_malloc(ptr, size, s));
+    return pool_alloc(ptr, size, g_current_pool);
+}
 #if defined(VF_HAVE_CUDA_HEADERS)
-cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t) {
+cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t s) {
     if (!pool) return set_error(cudaErrorInvalidValue);
+    VF_CAPTURED(vf::capture_malloc(ptr, size, s));
     return pool_alloc(ptr, size, reinterpret_cast<MemPool*>(pool));
 }
 // ---- memory pools: the device's default pool, user pools; attributes as CUDA defines them ------
@@ -1230,6 +1296,7 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int) { return cudaMa
 cudaError_t cudaFree(void* ptr) {
     if (!ptr) return cudaSuccess;
     if (cudaError_t e = sticky()) return e;
+    VF_CAPTURED(vf::graph_mem_free(ptr));  // memory of a graph's allocation node
     if (!device_free(ptr, AllocKind::kDevice, AllocKind::kManaged)) return set_error(cudaErrorInvalidValue);
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_pool_allocations.find(ptr);
@@ -1241,7 +1308,10 @@ cudaError_t cudaFree(void* ptr) {
     }
     return cudaSuccess;
 }
-cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t s) {
+    VF_CAPTURED(vf::capture_free(ptr, s));
+    return cudaFree(ptr);
+}
 cudaError_t cudaFreeHost(void* ptr) {
     if (!ptr) return cudaSuccess;
     return device_free(ptr, AllocKind::kHost) ? cudaSuccess : set_error(cudaErrorInvalidValue);
@@ -1287,7 +1357,8 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attr, const v
     return cudaSuccess;
 }
 #endif
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s) {
+    VF_CAPTURED(vf::capture_memcpy(dst, src, count, kind, s));
     return cudaMemcpy(dst, src, count, kind);
 }
 cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
@@ -1300,7 +1371,18 @@ cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitc
     return cudaSuccess;
 }
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                              size_t height, enum cudaMemcpyKind kind, cudaStream_t) {
+                              size_t height, enum cudaMemcpyKind kind, cudaStream_t s) {
+#if defined(VF_HAVE_CUDA_HEADERS)
+    if (width > dpitch || width > spitch) return set_error(cudaErrorInvalidValue);
+    cudaMemcpy3DParms p{};
+    p.srcPtr = make_cudaPitchedPtr(const_cast<void*>(src), spitch, width, height);
+    p.dstPtr = make_cudaPitchedPtr(dst, dpitch, width, height);
+    p.extent = make_cudaExtent(width, height, 1);
+    p.kind = kind;
+    VF_CAPTURED(vf::capture_memcpy3d(&p, s));
+#else
+    (void)s;
+#endif
     return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
 }
 cudaError_t cudaMemset(void* ptr, int value, size_t count) {
@@ -1310,13 +1392,17 @@ cudaError_t cudaMemset(void* ptr, int value, size_t count) {
     if (count) memset(ptr, value, count);
     return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t) { return cudaMemset(ptr, value, count); }
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t s) {
+    VF_CAPTURED(vf::capture_memset(ptr, count, value, count, 1, s));
+    return cudaMemset(ptr, value, count);
+}
 cudaError_t cudaMemset2D(void* ptr, size_t pitch, int value, size_t width, size_t height) {
     DeviceAccess access;
     for (size_t r = 0; r < height; ++r) memset(static_cast<char*>(ptr) + r * pitch, value, width);
     return sticky();
 }
-cudaError_t cudaMemset2DAsync(void* ptr, size_t pitch, int value, size_t width, size_t height, cudaStream_t) {
+cudaError_t cudaMemset2DAsync(void* ptr, size_t pitch, int value, size_t width, size_t height, cudaStream_t s) {
+    VF_CAPTURED(vf::capture_memset(ptr, pitch, value, width, height, s));
     return cudaMemset2D(ptr, pitch, value, width, height);
 }
 cudaError_t cudaHostGetFlags(unsigned int* flags, void* host) {
@@ -1373,7 +1459,10 @@ cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* m) {
         }
     return cudaSuccess;
 }
-cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* m, cudaStream_t) { return cudaMemcpy3D(m); }
+cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* m, cudaStream_t s) {
+    VF_CAPTURED(vf::capture_memcpy3d(m, s));
+    return cudaMemcpy3D(m);
+}
 #endif
 // Symbols (__device__ / __constant__ variables) are ordinary host globals: the "symbol" the
 // cuda_runtime.h templates pass is the variable's address.
@@ -1394,11 +1483,13 @@ cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, si
     return copy_bytes(dst, static_cast<const char*>(symbol) + offset, count, -1, 1);
 }
 cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset,
-                                    enum cudaMemcpyKind kind, cudaStream_t) {
+                                    enum cudaMemcpyKind kind, cudaStream_t s) {
+    if (symbol) VF_CAPTURED(vf::capture_memcpy(const_cast<char*>(static_cast<const char*>(symbol)) + offset, src, count, kind, s));
     return cudaMemcpyToSymbol(symbol, src, count, offset, kind);
 }
 cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset,
-                                      enum cudaMemcpyKind kind, cudaStream_t) {
+                                      enum cudaMemcpyKind kind, cudaStream_t s) {
+    if (symbol) VF_CAPTURED(vf::capture_memcpy(dst, static_cast<const char*>(symbol) + offset, count, kind, s));
     return cudaMemcpyFromSymbol(dst, symbol, count, offset, kind);
 }
 cudaError_t cudaGetSymbolAddress(void** dev, const void* symbol) {
@@ -1427,6 +1518,7 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags, in
     return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    VF_CAPTURE_ONLY(vf::capture_forget_stream(s));
     if (reinterpret_cast<uintptr_t>(s) > 2) delete reinterpret_cast<Stream*>(s);
     return cudaSuccess;
 }
@@ -1452,19 +1544,27 @@ cudaError_t cudaStreamGetDevice(cudaStream_t, int* device) {
 }
 // All work ran when it was issued: a stream is always complete (cudaSuccess, never
 // cudaErrorNotReady), unless the device has faulted.
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return sticky(); }
-cudaError_t cudaStreamQuery(cudaStream_t) { return sticky(); }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    VF_CAPTURED(vf::capture_unsupported(s));  // a capturing stream cannot be synchronised
+    return sticky();
+}
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+    VF_CAPTURED(vf::capture_unsupported(s));
+    return sticky();
+}
 // Stream callbacks and host functions run at once, in issue order (everything before them in
 // the stream has completed). A callback receives the stream's status: cudaSuccess, or the sticky
 // error of a faulted device. After a fault, host functions are not run (as CUDA skips them).
 cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t callback, void* user_data, unsigned int flags) {
     if (!callback || flags != 0) return set_error(cudaErrorInvalidValue);
+    VF_CAPTURED(vf::capture_unsupported(s));  // not capturable (cudaLaunchHostFunc is)
     cudaError_t status = sticky();
     callback(s, status, user_data);
     return status;
 }
-cudaError_t cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t fn, void* user_data) {
+cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* user_data) {
     if (!fn) return set_error(cudaErrorInvalidValue);
+    VF_CAPTURED(vf::capture_host_func(fn, user_data, s));
     if (cudaError_t e = sticky()) return e;
     fn(user_data);
     return cudaSuccess;
@@ -1513,18 +1613,23 @@ cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
 }
 #endif
 cudaError_t cudaCtxResetPersistingL2Cache(void) { return sticky(); }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return sticky(); }
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
+    VF_CAPTURED(vf::capture_wait_event(s, e));  // forks / joins a stream capture
+    return sticky();
+}
 cudaError_t cudaEventCreate(cudaEvent_t* e) {
     *e = reinterpret_cast<cudaEvent_t>(new Event{{}, false});
     return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return cudaEventCreate(e); }
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    VF_CAPTURE_ONLY(vf::capture_forget_event(e));
     delete reinterpret_cast<Event*>(e);
     return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     if (!e) return set_error(cudaErrorInvalidResourceHandle);
+    VF_CAPTURED(vf::capture_event_record(e, s));
     Event* ev = reinterpret_cast<Event*>(e);
     ev->when = std::chrono::steady_clock::now();
     ev->recorded = true;

@@ -856,9 +856,9 @@ int check_launch_config(dim3 grid, dim3 block, size_t shared_bytes, const char**
 
 void set_reverse_order(bool on) { g_force_reverse.store(on); }
 
-int run_grid(const GridSpec& requested) {
+namespace {
+int run_one_grid(GridSpec& spec) {
     static std::mutex one_grid_at_a_time;  // host threads launching concurrently take turns
-    GridSpec spec = requested;
     if (g_force_reverse.load(std::memory_order_relaxed)) spec.reverse = true;
     const char* why = "";
     if (int err = check_launch_config(spec.grid, spec.block, spec.shared_bytes, &why)) {
@@ -907,6 +907,17 @@ int run_grid(const GridSpec& requested) {
     tl_fault_message.clear();
     return 0;
 }
+}  // namespace
+
+int run_child_grids(const GridSpec* grid, int err);  // device_launch.cpp (vf_graphs.h)
+
+int run_grid(const GridSpec& requested) {
+    GridSpec spec = requested;  // its address identifies the grid to the launches its threads make
+    int err = run_one_grid(spec);
+    return run_child_grids(&spec, err);  // dynamic parallelism (device_launch.cpp)
+}
+
+const GridSpec* current_grid() { return tl_worker && tl_worker->in_block ? tl_worker->spec : nullptr; }
 
 const char* last_fault_message() { return tl_fault_message.c_str(); }
 

@@ -30,7 +30,9 @@ unsigned long long device_globaltimer();  // nanoseconds
 inline long long clock64() { return ::vf::device_clock64(); }
 // Device clock() (CUDA's 32-bit %clock, here the same 64-bit count) is the C library's clock()
 // redefined in host_api.cpp: it counts device cycles inside a kernel and CPU time in host code.
-inline unsigned long long __globaltimer() { return ::vf::device_globaltimer(); }
+// Not a CUDA intrinsic (CUDA has only the PTX register): a template, so that a program's own
+// `__device__ unsigned long long __globaltimer()` (an asm wrapper) is a better match, not a redefinition.
+template <class = void> inline unsigned long long __globaltimer() { return ::vf::device_globaltimer(); }
 
 // ---- cache-hinted loads/stores (plain accesses on the CPU) -----------------------------------
 template <class T> inline T __ldg(const T* p) { return *p; }

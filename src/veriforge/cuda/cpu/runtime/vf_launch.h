@@ -42,6 +42,10 @@ template <class T> inline constexpr char arg_kind() {
     }
 }
 
+}  // namespace vf
+#include "vf_graphs.h"  // deferred launches: stream capture, graph kernel nodes, dynamic parallelism
+namespace vf {
+
 template <class F> struct Launcher {
     LaunchConfig cfg;
     const char* name;
@@ -80,6 +84,15 @@ template <class F> struct Launcher {
         spec.args = addresses;
         spec.nargs = sizeof...(A);
         spec.arg_kinds = kinds;
+        if (__builtin_expect(launch_is_deferred(cfg.stream), 0)) {
+            // Recorded by a stream capture or launched from device code: runs later, on copies.
+            // The callable must not refer to the launching frame: the front end's capture-less
+            // lambda around a kernel name, or a kernel pointer (cudaLaunchKernel).
+            if constexpr ((std::is_empty_v<F> || std::is_pointer_v<F>) && (std::is_copy_constructible_v<A> && ...))
+                return submit_deferred(new OwnedLaunch<F, A...>(spec, f, std::move(args)), cfg.stream);
+            else
+                return refuse_deferred(name, cfg.stream);
+        }
         return host_launch(spec, cfg.stream);
     }
 };
@@ -286,6 +299,12 @@ inline int launch_from_args(void (*fn)(P...), const char* name, dim3 grid, dim3 
 template <class... P> struct ArgsLaunchRegistrar {
     ArgsLaunchRegistrar(const char* name, void (*fn)(P...)) {
         register_launchable(reinterpret_cast<const void*>(fn), name, &launch);
+        register_deferrer(reinterpret_cast<const void*>(fn), name, &deferred);  // graph kernel nodes
+    }
+    static DeferredLaunch* deferred(const void* fn, const char* name, dim3 grid, dim3 block, void** args,
+                                    size_t shared) {
+        return make_deferred_from_args(reinterpret_cast<void (*)(P...)>(fn), name, grid, block, args, shared,
+                                       std::index_sequence_for<P...>{});
     }
     static int launch(const void* fn, const char* name, dim3 grid, dim3 block, void** args, size_t shared,
                       cudaStream_t stream) {
