@@ -85,6 +85,7 @@ static constexpr int warpSize = 32;
 #include "vf_launch.h"
 #include "vf_lockstep.h"
 #include "vf_probe.h"
+#include "vf_texture.h"
 
 // Pre-included (and so precompiled with this header) because kernels use them often; the user's
 // own #include of them is then free. Skipped under ASan, where no precompiled header is used.
