@@ -46,6 +46,9 @@ namespace vf {
 namespace tex {
 namespace {
 
+// Small loops over dimensions, corners and channels: unrolled, so their arrays live in registers.
+#define VF_UNROLL _Pragma("GCC unroll 8")
+
 constexpr size_t kTextureAlignment = 512;     // cudaDeviceProp::textureAlignment
 constexpr size_t kTexturePitchAlignment = 32; // cudaDeviceProp::texturePitchAlignment
 
@@ -109,8 +112,15 @@ namespace vf {
 namespace tex {
 namespace {
 
+struct TextureObject;
+// The sampler of a texture object, chosen when it is created (a specialised one for plain 1D/2D/3D
+// textures, float32 ones especially; the general one for everything else).
+using FetchFn = Regs (*)(const TextureObject& t, int op, const Coords& c, int line);
+Regs general_fetch(const TextureObject& t, int op, const Coords& c, int line);
+
 struct TextureObject {
     uint32_t magic = kTexMagic;
+    FetchFn fn = general_fetch;
     Geometry geometry = kG2D;
     Format fmt;
     Sampler smp;
@@ -345,6 +355,15 @@ template <int FC> inline void read_floats(const Format& fmt, const Sampler& s, c
     }
 }
 
+// The border colour as the result of a fetch (its bits: an integer texture's border colour is
+// given as the float with those bits); channels the format lacks read 0 (alpha 1).
+inline Regs border_regs(const Sampler& s, int channels, bool float_result) {
+    Regs out;
+    const uint32_t one = float_result ? std::bit_cast<uint32_t>(1.0f) : 1u;
+    for (int c = 0; c < 4; ++c) out.r[c] = c < channels ? std::bit_cast<uint32_t>(s.border[c]) : c == 3 ? one : 0u;
+    return out;
+}
+
 template <int dims, int FC>
 Regs sample_image(const Image& img, const Format& fmt, const Sampler& s, const float* coord, int slice, int line) {
     const int size[3] = {img.width, img.height, img.depth};
@@ -353,20 +372,22 @@ Regs sample_image(const Image& img, const Format& fmt, const Sampler& s, const f
     const bool fl = FC > 0 || float_result(fmt, s);
     Regs out;
     float u[3];
+    VF_UNROLL
     for (int d = 0; d < dims; ++d) u[d] = to_texel(coord[d], size[d], s.address[d], s.norm_coords);
     if (!s.linear) {
         const char* p = base;
+        VF_UNROLL
         for (int d = 0; d < dims; ++d) {
             int i = floor_to_int(u[d]);
             if (!address(i, size[d], s.address[d])) {
-                for (int c = 0; c < 4; ++c) out.r[c] = std::bit_cast<uint32_t>(s.border[c]);
-                return out;
+                return border_regs(s, FC > 0 ? FC : fmt.channels, fl);
             }
             p += (size_t)i * stride[d];
         }
         if (fl) {
             float f[4];
             read_floats<FC>(fmt, s, p, f);
+            VF_UNROLL
             for (int c = 0; c < 4; ++c) out.r[c] = std::bit_cast<uint32_t>(f[c]);
         } else {
             texel_bits(fmt, p, out.r);
@@ -379,6 +400,7 @@ Regs sample_image(const Image& img, const Format& fmt, const Sampler& s, const f
     bool in[3][2];
     float w[3];
     bool all_zero = true;
+    VF_UNROLL
     for (int d = 0; d < dims; ++d) {
         float xb = u[d] - 0.5f;
         int i0 = floor_to_int(xb);
@@ -388,6 +410,7 @@ Regs sample_image(const Image& img, const Format& fmt, const Sampler& s, const f
             w[d] = 0.0f;
         }
         all_zero = all_zero && w[d] == 0.0f;
+        VF_UNROLL
         for (int h = 0; h < 2; ++h) {
             int i = i0 + h;
             in[d][h] = address(i, size[d], s.address[d]);
@@ -401,16 +424,17 @@ Regs sample_image(const Image& img, const Format& fmt, const Sampler& s, const f
             fault("linear filtering of a texture read as integers (cudaReadModeElementType on an integer "
                   "format; a GPU returns undefined values between texel centres)", line);
         const char* p = base;
+        VF_UNROLL
         for (int d = 0; d < dims; ++d) {
             if (!in[d][0]) {
-                for (int c = 0; c < 4; ++c) out.r[c] = std::bit_cast<uint32_t>(s.border[c]);
-                return out;
+                return border_regs(s, FC > 0 ? FC : fmt.channels, fl);
             }
             p += off[d][0];
         }
         if (fl) {
             float f[4];
             read_floats<FC>(fmt, s, p, f);
+            VF_UNROLL
             for (int c = 0; c < 4; ++c) out.r[c] = std::bit_cast<uint32_t>(f[c]);
         } else {
             texel_bits(fmt, p, out.r);
@@ -419,10 +443,12 @@ Regs sample_image(const Image& img, const Format& fmt, const Sampler& s, const f
     }
     // (1-a)(1-b)T[i,j] + a(1-b)T[i+1,j] + (1-a)bT[i,j+1] + abT[i+1,j+1] (and the 3D analogue), in that order.
     float acc[4] = {0, 0, 0, 0};
+    VF_UNROLL
     for (int corner = 0; corner < (1 << dims); ++corner) {
         const char* p = base;
         float wt = 1.0f;
         bool inside = true;
+        VF_UNROLL
         for (int d = 0; d < dims; ++d) {
             int h = (corner >> d) & 1;
             wt *= h ? w[d] : 1.0f - w[d];
@@ -433,10 +459,15 @@ Regs sample_image(const Image& img, const Format& fmt, const Sampler& s, const f
         if (inside)
             read_floats<FC>(fmt, s, p, t);
         else
+            VF_UNROLL
             for (int c = 0; c < 4; ++c) t[c] = s.border[c];
-        for (int c = 0; c < 4; ++c) acc[c] += wt * t[c];
+        VF_UNROLL
+        for (int c = 0; c < (FC > 0 ? FC : 4); ++c) acc[c] += wt * t[c];
     }
-    for (int c = 0; c < 4; ++c) out.r[c] = std::bit_cast<uint32_t>(acc[c]);
+    // Channels the format does not have read 0 (alpha 1), whatever the border colour.
+    const int nch = FC > 0 ? FC : fmt.channels;
+    VF_UNROLL
+    for (int c = 0; c < 4; ++c) out.r[c] = std::bit_cast<uint32_t>(c < nch ? acc[c] : c == 3 ? 1.0f : 0.0f);
     return out;
 }
 
@@ -726,6 +757,35 @@ Regs fetch_lod(const TextureObject* t, int op, const Coords& c, int line) {
     return out;
 }
 
+Regs general_fetch(const TextureObject& t, int op, const Coords& c, int line) {
+    if (t.levels.size() == 1) return fetch(t.geometry, t.levels[0], t.fmt, t.smp, op, c, t.gather, line);
+    return fetch_lod(&t, op, c, line);
+}
+
+// A plain 1D / 2D / 3D texture fetched by its own function (tex1D / tex2D / tex3D).
+template <int dims, int FC> Regs direct_fetch(const TextureObject& t, int op, const Coords& c, int line) {
+    if (op != (dims == 1 ? k1D : dims == 2 ? k2D : k3D)) return general_fetch(t, op, c, line);
+    const float coord[3] = {c.x, c.y, c.z};
+    return sample_image<dims, FC>(t.levels[0], t.fmt, t.smp, coord, 0, line);
+}
+template <int dims> FetchFn direct_for(const Format& f) {
+    if (f.kind == kFloat && f.bits == 32) {
+        if (f.channels == 1) return direct_fetch<dims, 1>;
+        if (f.channels == 2) return direct_fetch<dims, 2>;
+        return direct_fetch<dims, 4>;
+    }
+    return direct_fetch<dims, 0>;
+}
+FetchFn choose_fetch(const TextureObject& t) {
+    if (t.levels.size() != 1) return general_fetch;
+    switch (t.geometry) {
+        case kG1D: return direct_for<1>(t.fmt);
+        case kG2D: return direct_for<2>(t.fmt);
+        case kG3D: return direct_for<3>(t.fmt);
+        default: return general_fetch;
+    }
+}
+
 }  // namespace
 
 // ---- the device-side entry points (vf_texture.h) ----------------------------------------------------
@@ -736,8 +796,7 @@ Regs texture_fetch(unsigned long long object, int op, const Coords& c, int line)
         snprintf(msg, sizeof msg, "texture fetch through an invalid or destroyed texture object (0x%llx)", object);
         fault(msg, line);
     }
-    if (t->levels.size() == 1) return fetch(t->geometry, t->levels[0], t->fmt, t->smp, op, c, t->gather, line);
-    return fetch_lod(t, op, c, line);
+    return t->fn(*t, op, c, line);
 }
 
 Regs reference_fetch(const void* ref, bool normalized_float, int op, const Coords& c, int line) {
@@ -1057,6 +1116,7 @@ cudaError_t cudaCreateTextureObject(cudaTextureObject_t* pTexObject, const struc
         t.smp.norm_coords = false;
     }
     if (t.levels.size() == 1) t.smp.max_level = t.smp.min_level = 0;
+    t.fn = choose_fetch(t);
     TextureObject* obj = new_texture();
     *obj = t;
     *pTexObject = reinterpret_cast<cudaTextureObject_t>(obj);
