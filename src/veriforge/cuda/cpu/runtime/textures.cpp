@@ -116,11 +116,14 @@ struct TextureObject;
 // The sampler of a texture object, chosen when it is created (a specialised one for plain 1D/2D/3D
 // textures, float32 ones especially; the general one for everything else).
 using FetchFn = Regs (*)(const TextureObject& t, int op, const Coords& c, int line);
+using XyzFn = Regs (*)(const TextureObject& t, int op, float x, float y, float z, int line);
 Regs general_fetch(const TextureObject& t, int op, const Coords& c, int line);
+Regs general_xyz(const TextureObject& t, int op, float x, float y, float z, int line);
 
 struct TextureObject {
     uint32_t magic = kTexMagic;
     FetchFn fn = general_fetch;
+    XyzFn xyz = general_xyz;
     Geometry geometry = kG2D;
     Format fmt;
     Sampler smp;
@@ -365,7 +368,7 @@ inline Regs border_regs(const Sampler& s, int channels, bool float_result) {
 }
 
 template <int dims, int FC>
-Regs sample_image(const Image& img, const Format& fmt, const Sampler& s, const float* coord, int slice, int line) {
+__attribute__((always_inline)) inline Regs sample_image(const Image& img, const Format& fmt, const Sampler& s, const float* coord, int slice, int line) {
     const int size[3] = {img.width, img.height, img.depth};
     const size_t stride[3] = {fmt.bytes, img.pitch, img.slice};
     const char* base = img.base + (size_t)slice * img.slice;
@@ -762,27 +765,36 @@ Regs general_fetch(const TextureObject& t, int op, const Coords& c, int line) {
     return fetch_lod(&t, op, c, line);
 }
 
+Regs general_xyz(const TextureObject& t, int op, float x, float y, float z, int line) {
+    Coords c;
+    c.x = x;
+    c.y = y;
+    c.z = z;
+    return general_fetch(t, op, c, line);
+}
+
 // A plain 1D / 2D / 3D texture fetched by its own function (tex1D / tex2D / tex3D).
-template <int dims, int FC> Regs direct_fetch(const TextureObject& t, int op, const Coords& c, int line) {
-    if (op != (dims == 1 ? k1D : dims == 2 ? k2D : k3D)) return general_fetch(t, op, c, line);
-    const float coord[3] = {c.x, c.y, c.z};
+template <int dims, int FC>
+Regs direct_xyz(const TextureObject& t, int op, float x, float y, float z, int line) {
+    if (op != (dims == 1 ? k1D : dims == 2 ? k2D : k3D)) return general_xyz(t, op, x, y, z, line);
+    const float coord[3] = {x, y, z};
     return sample_image<dims, FC>(t.levels[0], t.fmt, t.smp, coord, 0, line);
 }
-template <int dims> FetchFn direct_for(const Format& f) {
+template <int dims> XyzFn direct_for(const Format& f) {
     if (f.kind == kFloat && f.bits == 32) {
-        if (f.channels == 1) return direct_fetch<dims, 1>;
-        if (f.channels == 2) return direct_fetch<dims, 2>;
-        return direct_fetch<dims, 4>;
+        if (f.channels == 1) return direct_xyz<dims, 1>;
+        if (f.channels == 2) return direct_xyz<dims, 2>;
+        return direct_xyz<dims, 4>;
     }
-    return direct_fetch<dims, 0>;
+    return direct_xyz<dims, 0>;
 }
-FetchFn choose_fetch(const TextureObject& t) {
-    if (t.levels.size() != 1) return general_fetch;
+XyzFn choose_xyz(const TextureObject& t) {
+    if (t.levels.size() != 1) return general_xyz;
     switch (t.geometry) {
         case kG1D: return direct_for<1>(t.fmt);
         case kG2D: return direct_for<2>(t.fmt);
         case kG3D: return direct_for<3>(t.fmt);
-        default: return general_fetch;
+        default: return general_xyz;
     }
 }
 
@@ -797,6 +809,16 @@ Regs texture_fetch(unsigned long long object, int op, const Coords& c, int line)
         fault(msg, line);
     }
     return t->fn(*t, op, c, line);
+}
+
+Regs texture_fetch_xyz(unsigned long long object, int op, float x, float y, float z, int line) {
+    const TextureObject* t = texture_at(object);
+    if (!t) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "texture fetch through an invalid or destroyed texture object (0x%llx)", object);
+        fault(msg, line);
+    }
+    return t->xyz(*t, op, x, y, z, line);
 }
 
 Regs reference_fetch(const void* ref, bool normalized_float, int op, const Coords& c, int line) {
@@ -1116,7 +1138,7 @@ cudaError_t cudaCreateTextureObject(cudaTextureObject_t* pTexObject, const struc
         t.smp.norm_coords = false;
     }
     if (t.levels.size() == 1) t.smp.max_level = t.smp.min_level = 0;
-    t.fn = choose_fetch(t);
+    t.xyz = choose_xyz(t);
     TextureObject* obj = new_texture();
     *obj = t;
     *pTexObject = reinterpret_cast<cudaTextureObject_t>(obj);

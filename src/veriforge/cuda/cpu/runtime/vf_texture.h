@@ -47,6 +47,8 @@ struct Coords {
 
 // A fetch through a texture object; faults (KernelFault naming `line`) on an invalid object.
 Regs texture_fetch(unsigned long long object, int op, const Coords& c, int line);
+// The same for tex1D / tex2D / tex3D / texCubemap, with the coordinates in registers.
+Regs texture_fetch_xyz(unsigned long long object, int op, float x, float y, float z, int line);
 // A fetch through a legacy texture reference; `normalized_float`: its readMode template argument.
 Regs reference_fetch(const void* ref, bool normalized_float, int op, const Coords& c, int line);
 // A surface load (write = false) or store of `size` bytes at byte offset x, row y, slice z
@@ -146,13 +148,23 @@ template <> struct vec4_of<char> { using type = char4; };
         *ptr = ::vf::tex::regs_to<T>(::vf::tex::texture_fetch(obj, ::vf::tex::OP, c, vf_line));            \
     }
 #define VF_COMMA ,
+#define VF_TEX_XYZ(NAME, OP, PARAMS, X, Y, Z)                                                               \
+    template <class T>                                                                                     \
+    inline T NAME(cudaTextureObject_t obj, PARAMS, int vf_line = __builtin_LINE()) {                       \
+        return ::vf::tex::regs_to<T>(::vf::tex::texture_fetch_xyz(obj, ::vf::tex::OP, X, Y, Z, vf_line));  \
+    }                                                                                                      \
+    template <class T>                                                                                     \
+    inline void NAME(T* ptr, cudaTextureObject_t obj, PARAMS, int vf_line = __builtin_LINE()) {            \
+        *ptr = ::vf::tex::regs_to<T>(::vf::tex::texture_fetch_xyz(obj, ::vf::tex::OP, X, Y, Z, vf_line));  \
+    }
 VF_TEX_FN(tex1Dfetch, kFetch1D, int x, c.ix = x)
-VF_TEX_FN(tex1D, k1D, float x, c.x = x)
-VF_TEX_FN(tex2D, k2D, float x VF_COMMA float y, (c.x = x, c.y = y))
-VF_TEX_FN(tex3D, k3D, float x VF_COMMA float y VF_COMMA float z, (c.x = x, c.y = y, c.z = z))
+VF_TEX_XYZ(tex1D, k1D, float x, x, 0.0f, 0.0f)
+VF_TEX_XYZ(tex2D, k2D, float x VF_COMMA float y, x, y, 0.0f)
+VF_TEX_XYZ(tex3D, k3D, float x VF_COMMA float y VF_COMMA float z, x, y, z)
+VF_TEX_XYZ(texCubemap, kCubemap, float x VF_COMMA float y VF_COMMA float z, x, y, z)
+#undef VF_TEX_XYZ
 VF_TEX_FN(tex1DLayered, k1DLayered, float x VF_COMMA int layer, (c.x = x, c.layer = layer))
 VF_TEX_FN(tex2DLayered, k2DLayered, float x VF_COMMA float y VF_COMMA int layer, (c.x = x, c.y = y, c.layer = layer))
-VF_TEX_FN(texCubemap, kCubemap, float x VF_COMMA float y VF_COMMA float z, (c.x = x, c.y = y, c.z = z))
 VF_TEX_FN(texCubemapLayered, kCubemapLayered, float x VF_COMMA float y VF_COMMA float z VF_COMMA int layer,
           (c.x = x, c.y = y, c.z = z, c.layer = layer))
 VF_TEX_FN(tex1DLod, k1D, float x VF_COMMA float level, (c.x = x, c.lod = level, c.has_lod = true))
