@@ -297,11 +297,13 @@ inline float ffloor(float v) {
     return t > v ? t - 1.0f : t;
 }
 
+// floor(v) as an int, saturated to +-2^30 (NaN: 0).
 inline int floor_to_int(float v) {
-    if (!(v == v)) return 0;  // NaN
-    float f = ffloor(v);
-    f = std::min(std::max(f, -1073741824.0f), 1073741824.0f);
-    return (int)f;
+    if (__builtin_expect(std::fabs(v) < 1073741824.0f, 1)) {
+        int i = (int)v;
+        return i - ((float)i > v);
+    }
+    return v != v ? 0 : v < 0 ? -1073741824 : 1073741824;
 }
 
 // A coordinate in texel space: normalized coordinates are wrapped / mirrored into [0, 1) first
