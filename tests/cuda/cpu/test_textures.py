@@ -845,3 +845,49 @@ def test_refusals_that_stay(cpu_session_home, monkeypatch):
             "    out[0] = tex2DGrad<float>(t, 0.5f, 0.5f, make_float2(1, 0), make_float2(0, 1));\n}\n")
     with pytest.raises(cpu.UnsupportedFeatureError, match=r"explicit gradients \(tex\*Grad\).*grad\.cu:3"):
         cpu.compile(grad, filename="grad.cu")
+
+
+@pytest.mark.slow
+def test_sampler_and_surfaces_clean_under_addresssanitizer(cpu_session_home, monkeypatch, sampled):
+    # Every fetch, copy and surface access stays inside its array (sanitize=True: exact-size blocks).
+    monkeypatch.setenv("VERIFORGE_HOME", cpu_session_home)
+    res = cpu.run_program(SAMPLING, filename="sampling.cu", sanitize=True, timeout=300)
+    assert res.returncode == 0 and "AddressSanitizer" not in res.stderr, res.stderr[-2000:]
+    assert _values(res.stdout) == sampled
+    res = cpu.run_program(SURFACES, filename="surfaces.cu", sanitize=True, timeout=300)
+    assert res.returncode == 0 and "done" in res.stdout, res.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_race_check_sees_surface_stores(cpu_session_home, monkeypatch):
+    # Arrays are device allocations: the race check hashes them after each launch. Threads that
+    # all store to one surface element in a launch race (the last store wins).
+    monkeypatch.setenv("VERIFORGE_HOME", cpu_session_home)
+    src = r"""
+#include <cstdio>
+#include <cstring>
+#include <cuda_runtime.h>
+__global__ void same_element(cudaSurfaceObject_t s) { surf2Dwrite((float)threadIdx.x, s, 0, 0); }
+__global__ void own_element(cudaSurfaceObject_t s) { surf2Dwrite((float)threadIdx.x, s, threadIdx.x * 4, 1); }
+int main() {
+    cudaChannelFormatDesc fd = cudaCreateChannelDesc<float>();
+    cudaArray_t a;
+    cudaMallocArray(&a, &fd, 32, 2, cudaArraySurfaceLoadStore);
+    cudaResourceDesc r;
+    memset(&r, 0, sizeof r);
+    r.resType = cudaResourceTypeArray;
+    r.res.array.array = a;
+    cudaSurfaceObject_t s;
+    cudaCreateSurfaceObject(&s, &r);
+    own_element<<<1, 32>>>(s);
+    same_element<<<1, 32>>>(s);
+    float v;
+    cudaMemcpy2DFromArray(&v, 4, a, 0, 0, 4, 1, cudaMemcpyDeviceToHost);
+    printf("%g\n", v);
+    return 0;
+}
+"""
+    res = cpu.run_program(src, filename="race.cu", race_check=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.race is not None and res.race.found, res.race
+    assert res.race.kernel == "same_element"
