@@ -11,6 +11,7 @@
 //     filters linearly between the texels around x - 0.5 with the weight frac(x - 0.5) held in
 //     9-bit fixed point with 8 fraction bits: alpha = round(frac * 256) / 256, so 1.0 is
 //     representable (the 9th bit) and a fetch within 1/512 of a texel centre returns the texel;
+//     the weighted sum is exact, rounded once to fp32 (closest to GPU output: docs/cpu-runtime.md);
 //   - cudaReadModeNormalizedFloat turns 8- and 16-bit integers into [0, 1] (unsigned, v / (2^n - 1))
 //     or [-1, 1] (signed, max(v / (2^(n-1) - 1), -1)) before filtering; 32-bit integers are returned
 //     as they are, half floats as floats;
@@ -446,8 +447,10 @@ __attribute__((always_inline)) inline Regs sample_image(const Image& img, const 
         }
         return out;
     }
-    // (1-a)(1-b)T[i,j] + a(1-b)T[i+1,j] + (1-a)bT[i,j+1] + abT[i+1,j+1] (and the 3D analogue), in that order.
-    float acc[4] = {0, 0, 0, 0};
+    // (1-a)(1-b)T[i,j] + a(1-b)T[i+1,j] + (1-a)bT[i,j+1] + abT[i+1,j+1] (and the 3D analogue),
+    // summed exactly (the weights have at most 24 bits, the products fit a double) and rounded once
+    // to fp32 - which matches GPU output better than fp32 arithmetic in this order (see the docs).
+    double acc[4] = {0, 0, 0, 0};
     VF_UNROLL
     for (int corner = 0; corner < (1 << dims); ++corner) {
         const char* p = base;
@@ -467,12 +470,12 @@ __attribute__((always_inline)) inline Regs sample_image(const Image& img, const 
             VF_UNROLL
             for (int c = 0; c < 4; ++c) t[c] = s.border[c];
         VF_UNROLL
-        for (int c = 0; c < (FC > 0 ? FC : 4); ++c) acc[c] += wt * t[c];
+        for (int c = 0; c < (FC > 0 ? FC : 4); ++c) acc[c] += (double)wt * t[c];
     }
     // Channels the format does not have read 0 (alpha 1), whatever the border colour.
     const int nch = FC > 0 ? FC : fmt.channels;
     VF_UNROLL
-    for (int c = 0; c < 4; ++c) out.r[c] = std::bit_cast<uint32_t>(c < nch ? acc[c] : c == 3 ? 1.0f : 0.0f);
+    for (int c = 0; c < 4; ++c) out.r[c] = std::bit_cast<uint32_t>(c < nch ? (float)acc[c] : c == 3 ? 1.0f : 0.0f);
     return out;
 }
 
@@ -758,7 +761,8 @@ Regs fetch_lod(const TextureObject* t, int op, const Coords& c, int line) {
     if (!float_result(t->fmt, t->smp)) return f < 0.5f ? a : b;
     Regs out;
     for (int k = 0; k < 4; ++k)
-        out.r[k] = std::bit_cast<uint32_t>((1.0f - f) * std::bit_cast<float>(a.r[k]) + f * std::bit_cast<float>(b.r[k]));
+        out.r[k] = std::bit_cast<uint32_t>((float)((1.0 - f) * std::bit_cast<float>(a.r[k]) +
+                                                   (double)f * std::bit_cast<float>(b.r[k])));
     return out;
 }
 
