@@ -66,7 +66,8 @@ __global__ void misc(cudaTextureObject_t t3d, cudaTextureObject_t layered, cudaT
 __global__ void normalized(cudaTextureObject_t u8, cudaTextureObject_t s8, cudaTextureObject_t u16,
                            cudaTextureObject_t s16, cudaTextureObject_t u8lin, cudaTextureObject_t i32,
                            cudaTextureObject_t u8x4, cudaTextureObject_t u8elem, cudaTextureObject_t srgb,
-                           float* out, int* iout) {
+                           cudaTextureObject_t half, float* out, int* iout) {
+    for (int i = 0; i < 5; ++i) out[20 + i] = tex1D<float>(half, i + 0.5f);
     for (int i = 0; i < 4; ++i) out[i] = tex1D<float>(u8, i + 0.5f);
     for (int i = 0; i < 5; ++i) out[4 + i] = tex1D<float>(s8, i + 0.5f);
     out[9] = tex1D<float>(u16, 0.5f);
@@ -325,9 +326,17 @@ int main() {
     cudaTextureDesc sd = nf;
     sd.sRGB = 1;
     cudaTextureObject_t tsrgb = texture_of(array1d(mid, 1), sd);
-    normalized<<<1, 1>>>(tu8, ts8, tu16, ts16, tu8lin, ti32, tu8x4, tu8elem, tsrgb, out, iout);
+    // 16-bit floats: 1, -2.5, 65504, the smallest subnormal 2^-24, infinity
+    const unsigned short hv[5] = {0x3C00, 0xC100, 0x7BFF, 0x0001, 0x7C00};
+    cudaChannelFormatDesc hd = cudaCreateChannelDescHalf();
+    cudaArray_t ah;
+    CHECK(cudaMallocArray(&ah, &hd, 5));
+    CHECK(cudaMemcpy2DToArray(ah, 0, 0, hv, 10, 10, 1, cudaMemcpyHostToDevice));
+    cudaTextureObject_t thalf = texture_of(ah, desc_of(cudaAddressModeClamp, cudaFilterModePoint, 0));
+    normalized<<<1, 1>>>(tu8, ts8, tu16, ts16, tu8lin, ti32, tu8x4, tu8elem, tsrgb, thalf, out, iout);
     CHECK(cudaDeviceSynchronize());
     print("normalized", out, 20);
+    print("half", out + 20, 5);
     int hi[7];
     CHECK(cudaMemcpy(hi, iout, sizeof hi, cudaMemcpyDeviceToHost));
     printf("elements %d %d %d %d %d %d %d\n", hi[0], hi[1], hi[2], hi[3], hi[4], hi[5], hi[6]);
@@ -347,6 +356,28 @@ int main() {
     CHECK(cudaMemcpyFromArray(run, a2, 4, 0, 12, cudaMemcpyDeviceToHost));
     printf("copies %g %g %g %g %g %g %g %g %g\n", box[0], box[1], box[2], box[3], row[0], row[1], run[0], run[1],
            run[2]);
+    // Array to array: row 1 of a2 into row 0 of b; the 3D array a3 into c, back to the host.
+    cudaArray_t b, c;
+    CHECK(cudaMallocArray(&b, &fd, 2, 2));
+    CHECK(cudaMemcpy2DArrayToArray(b, 0, 0, a2, 0, 1, 8, 1, cudaMemcpyDeviceToDevice));
+    CHECK(cudaMemcpy2DFromArray(row, 8, b, 0, 0, 8, 1, cudaMemcpyDeviceToHost));
+    CHECK(cudaMalloc3DArray(&c, &fd, make_cudaExtent(2, 2, 2)));
+    memset(&p3, 0, sizeof p3);
+    p3.srcArray = a3;
+    p3.dstArray = c;
+    p3.extent = make_cudaExtent(2, 2, 2);
+    p3.kind = cudaMemcpyDeviceToDevice;
+    CHECK(cudaMemcpy3D(&p3));
+    float all[8];
+    memset(&p3, 0, sizeof p3);
+    p3.srcArray = c;
+    p3.dstPtr = make_cudaPitchedPtr(all, 2 * sizeof(float), 2, 2);
+    p3.extent = make_cudaExtent(2, 2, 2);
+    p3.kind = cudaMemcpyDeviceToHost;
+    CHECK(cudaMemcpy3D(&p3));
+    printf("array_copies %g %g", row[0], row[1]);
+    for (float v : all) printf(" %g", v);
+    printf("\n");
     printf("done\n");
     return 0;
 }
@@ -452,9 +483,15 @@ def test_read_modes_and_integer_formats(sampled):
     assert sampled["elements"] == [-7, 123456789, 0, 64, 128, 255, 0]
 
 
+def test_half_float_textures(sampled):
+    assert sampled["half"] == [1, -2.5, 65504, 2.0**-24, float("inf")]
+
+
 def test_array_copies(sampled):
     # cudaMemcpy3D of x = 1, y = 0..1, z = 0..1 from x + 2y + 4z; a 2D row; a linear run from byte 4
     assert sampled["copies"] == [1, 3, 5, 7, 3, 4, 2, 3, 4]
+    # array to array: a 2D row, then a whole 3D array (x + 2y + 4z) copied and read back
+    assert sampled["array_copies"] == [3, 4, 0, 1, 2, 3, 4, 5, 6, 7]
 
 
 SURFACES = r"""
