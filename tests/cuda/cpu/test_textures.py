@@ -643,6 +643,8 @@ LEGACY = r"""
 #include <cstdio>
 #include <cstring>
 #include <cuda_runtime.h>
+#include <cuda_texture_types.h>          // CUDA <= 11 headers (removed in 12): accepted, empty
+#include <texture_fetch_functions.h>
 
 #define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
     printf("error %s at line %d\n", cudaGetErrorString(e_), __LINE__); return 1; } } while (0)
