@@ -360,7 +360,7 @@ _UNSUPPORTED: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bCUtensorMap\b|\bcuTensorMapEncode\w*|\bcp_async_bulk\w*"), "TMA (tensor memory accelerator)"),
     (re.compile(r"\bcudaLaunchCooperativeKernel\w*"), "cooperative grid launch (cudaLaunchCooperativeKernel)"),
     # Textures and surfaces are supported (runtime/vf_texture.h, textures.cpp) except these:
-    (re.compile(r"\bsurface\s*<|\bcudaBindSurfaceToArray\b|\bcudaGetSurfaceReference\b"),
+    (re.compile(r"\bsurface\s*<\s*void\b|\bcudaBindSurfaceToArray\b|\bcudaGetSurfaceReference\b"),
      "surface references (surface<void, dim>, removed in CUDA 12; surface objects are supported)"),
     (re.compile(r"\btex(?:1D|2D|3D|1DLayered|2DLayered|Cubemap|CubemapLayered)Grad(?:_v2)?\b|"
                 r"\bcudaBindTextureToMipmappedArray\b"),
