@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 RUNTIME_SRC = Path(__file__).parent / "runtime"
-_OBJECTS = ("scheduler", "host_api", "graphs", "device_launch", "worker_main")
+_OBJECTS = ("scheduler", "host_api", "graphs", "device_launch", "textures", "worker_main")
 _BASE_FLAGS = ["-std=c++20", "-pthread", "-fno-strict-aliasing", "-fdiagnostics-plain-output",
                "-fno-diagnostics-show-caret"]
 _FAST_FLAGS = ["-O2", "-g1"]
@@ -144,7 +144,7 @@ class BuiltRuntime:
         return flags
 
     def objects(self, kind: str) -> list[str]:
-        names = ["scheduler", "host_api", "graphs", "device_launch", "fiber"]
+        names = ["scheduler", "host_api", "graphs", "device_launch", "textures", "fiber"]
         names += ["worker_main"] if kind == "module" else []
         return [str(self.root / f"{n}.o") for n in names]
 

@@ -58,6 +58,10 @@ int capture_forbids_sync();
 void capture_forget_stream(cudaStream_t s);
 void capture_forget_event(cudaEvent_t e);
 int graph_mem_free(void* ptr);
+// textures.cpp: cudaMemcpy3D with CUDA arrays, and the texture / surface limits of the device.
+cudaError_t memcpy3d_array(const struct cudaMemcpy3DParms* m);
+void texture_limits(vf_cuda_device_prop_base* p);
+bool texture_attribute(int attr, int* value);
 #endif
 }  // namespace vf
 #if defined(VF_HAVE_CUDA_HEADERS)
@@ -1046,7 +1050,8 @@ cudaError_t vf_get_device_properties(cudaDeviceProp* p, int device) {
     p->directManagedMemAccessFromHost = 1;
     p->hostRegisterSupported = 1;
     p->canUseHostPointerForRegisteredMem = 1;
-    p->maxTexture1DLinear = 0;
+    p->maxTexture1DLinear = 268435456;
+    vf::texture_limits(p);
     p->singleToDoublePrecisionPerfRatio = 2;
 #endif
     return cudaSuccess;
@@ -1103,7 +1108,12 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int dev
 #endif
         case cudaDevAttrUnifiedAddressing: case cudaDevAttrManagedMemory: case cudaDevAttrConcurrentKernels:
         case cudaDevAttrCanMapHostMemory: *value = 1; break;
-        default: *value = 0; break;
+        default:
+#if defined(VF_HAVE_CUDA_HEADERS)
+            if (vf::texture_attribute(attr, value)) break;
+#endif
+            *value = 0;
+            break;
     }
     return cudaSuccess;
 }
@@ -1445,7 +1455,7 @@ cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr p, int value, struct cudaExt
 cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* m) {
     if (cudaError_t e = sticky()) return e;
     if (!m) return set_error(cudaErrorInvalidValue);
-    if (m->srcArray || m->dstArray) return set_error(cudaErrorNotSupported);  // CUDA arrays (textures)
+    if (m->srcArray || m->dstArray) return vf::memcpy3d_array(m);  // CUDA arrays: textures.cpp
     const cudaPitchedPtr &s = m->srcPtr, &d = m->dstPtr;
     size_t width = m->extent.width;
     if (!s.ptr || !d.ptr || m->srcPos.x + width > s.pitch || m->dstPos.x + width > d.pitch)
@@ -1721,3 +1731,17 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const voi
 extern "C" cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
 extern "C" cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
 #endif
+
+// For textures.cpp (CUDA arrays, texture and surface objects): the runtime's error state and the
+// allocation that contains a pointer.
+namespace vf {
+cudaError_t api_error(cudaError_t e) { return set_error(e); }
+cudaError_t api_sticky() { return sticky(); }
+bool allocation_range(const void* p, const void** base, size_t* size) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    const Allocation* a = find_allocation(p, base);
+    if (!a) return false;
+    *size = a->size;
+    return true;
+}
+}  // namespace vf

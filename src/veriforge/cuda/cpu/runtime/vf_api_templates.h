@@ -37,6 +37,28 @@ inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T& symbol, size_t 
                                              cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t s = 0) {
     return ::cudaMemcpyFromSymbolAsync(dst, static_cast<const void*>(&symbol), count, offset, kind, s);
 }
+// A string naming the symbol (`cudaMemcpyToSymbol("c_clusters", ...)`, Rodinia) was removed in CUDA
+// 5.0: the call fails with cudaErrorInvalidSymbol and copies nothing, as it does with CUDA >= 5.
+template <size_t N>
+inline cudaError_t cudaMemcpyToSymbol(const char (&)[N], const void* src, size_t count, size_t offset = 0,
+                                      cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
+    return ::cudaMemcpyToSymbol(static_cast<const void*>(nullptr), src, count, offset, kind);
+}
+template <size_t N>
+inline cudaError_t cudaMemcpyToSymbolAsync(const char (&)[N], const void* src, size_t count, size_t offset = 0,
+                                           cudaMemcpyKind kind = cudaMemcpyHostToDevice, cudaStream_t s = 0) {
+    return ::cudaMemcpyToSymbolAsync(static_cast<const void*>(nullptr), src, count, offset, kind, s);
+}
+template <size_t N>
+inline cudaError_t cudaMemcpyFromSymbol(void* dst, const char (&)[N], size_t count, size_t offset = 0,
+                                        cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
+    return ::cudaMemcpyFromSymbol(dst, static_cast<const void*>(nullptr), count, offset, kind);
+}
+template <size_t N>
+inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const char (&)[N], size_t count, size_t offset = 0,
+                                             cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t s = 0) {
+    return ::cudaMemcpyFromSymbolAsync(dst, static_cast<const void*>(nullptr), count, offset, kind, s);
+}
 template <class T> inline cudaError_t cudaGetSymbolAddress(void** dev, const T& symbol) {
     ::vf::note_symbol(static_cast<const void*>(&symbol), sizeof(T));
     return ::cudaGetSymbolAddress(dev, static_cast<const void*>(&symbol));

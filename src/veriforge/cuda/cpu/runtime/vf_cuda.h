@@ -86,6 +86,7 @@ static constexpr int warpSize = 32;
 #include "vf_lockstep.h"
 #include "vf_probe.h"
 #include "vf_ptx.h"  // helpers of the inline PTX the front end translates (ptx.py)
+#include "vf_texture.h"
 
 // Pre-included (and so precompiled with this header) because kernels use them often; the user's
 // own #include of them is then free. Skipped under ASan, where no precompiled header is used.
