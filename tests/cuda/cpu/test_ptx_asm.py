@@ -124,6 +124,12 @@ __global__ void scalar(unsigned long long* out, const float* fin, float* fout, u
     asm("add.u32 %0, %0, %1;" : "+r"(acc) : "n"(37)); OUT(111, acc);
     asm("mov.u32 %0, -1;" : "=r"(s)); OUT(112, (long long)s);
     asm("mov.u32 %0, 0x10;\n\t// a PTX comment\n\tadd.u32 %0, %0, 010;" : "=r"(u)); OUT(113, u);
+    // SIMD video instructions (stereoDisparity's __usad4 is vabsdiff4 ... .add)
+    asm("vabsdiff4.u32.u32.u32.add %0, %1, %2, %3;" : "=r"(u) : "r"(0x10FF0305u), "r"(0x20000503u), "r"(7u)); OUT(200, u);
+    asm("vadd4.u32.u32.u32.sat %0, %1, %2, %3;" : "=r"(u) : "r"(0x01F08010u), "r"(0x0220A010u), "r"(0u)); OUT(201, u);
+    asm("vsub2.s32.s32.s32.sat %0, %1, %2, %3;" : "=r"(u) : "r"(0x80000005u), "r"(0x00010009u), "r"(0u)); OUT(202, u);
+    asm("vmax4.s32.s32.s32 %0, %1, %2, %3;" : "=r"(u) : "r"(0x7F80FF01u), "r"(0x01010101u), "r"(0u)); OUT(203, u);
+    asm("vavrg2.u32.u32.u32 %0, %1, %2, %3;" : "=r"(u) : "r"(0x00030001u), "r"(0x00040002u), "r"(0u)); OUT(204, u);
     // memory
     asm("ld.global.u32 %0, [%1];" : "=r"(u) : "l"(mem)); OUT(120, u);
     asm("ld.global.u32 %0, [%1+4];" : "=r"(u) : "l"(mem)); OUT(121, u);
@@ -300,6 +306,15 @@ def test_predicates_and_scoped_registers(run):
     assert s[111] == 42 and s[112] == -1 and s[113] == 0x10 + 8
 
 
+def test_simd_video_instructions(run):
+    s, _ = run
+    assert s[200] == 0x10 + 0xFF + 2 + 2 + 7     # sum of |a_i - b_i| over bytes, plus c
+    assert s[201] == 0x03FFFF20                   # bytewise unsigned add, saturating at 0xFF
+    assert s[202] == 0x8000FFFC                   # -32768 - 1 saturates; 5 - 9 = -4
+    assert s[203] == 0x7F010101                   # signed bytes: max(-128, 1) = 1, max(-1, 1) = 1
+    assert s[204] == 0x00040002                   # (3 + 4 + 1) >> 1, (1 + 2 + 1) >> 1
+
+
 def test_memory_and_atomics(run):
     s, _ = run
     assert s[120] == 100 and s[121] == 101
@@ -354,6 +369,8 @@ def test_translation_keeps_line_numbers_and_macros():
      "mma.sync.aligned.m16n8k16", "outside the supported PTX subset"),
     ('"ld.shared.u32 %0, [%1];" : "=r"(x) : "r"(a)', "ld.shared.u32 %0, [%1]", "32-bit address"),
     ('"L1: bra L1;"', "L1: bra L1", "labels and branches"),
+    ('"vabsdiff4.u32.u32.u32.add %0.b0, %1, %2, %3;" : "=r"(x) : "r"(a), "r"(b), "r"(a)', "vabsdiff4",
+     "selectors"),
     ('"cvt.s32.f32 %0, %1;" : "=r"(x) : "f"(c)', "cvt.s32.f32", ".rni/.rzi"),
     ('"mov.u32 %0, %%envreg3;" : "=r"(x)', "%envreg3", "special register"),
     ('PTX_STRING : "=r"(x)', "PTX_STRING", "not a string literal"),

@@ -32,7 +32,8 @@ __all__ = ["SUPPORTED", "AsmStatement", "PtxError", "parse_asm", "translate", "t
 SUPPORTED = (
     "mov add sub mul mad fma div rem abs neg min max and or xor not cnot shl shr brev popc clz bfind bfe bfi "
     "prmt lop3 cvt cvta selp setp testp rcp sqrt rsqrt ex2 lg2 sin cos tanh copysign ld ldu st atom red membar "
-    "fence activemask shfl vote match redux bar barrier nanosleep trap prefetch prefetchu addc subc"
+    "fence activemask shfl vote match redux bar barrier nanosleep trap prefetch prefetchu addc subc "
+    "vadd2 vsub2 vavrg2 vabsdiff2 vmin2 vmax2 vadd4 vsub4 vavrg4 vabsdiff4 vmin4 vmax4"
 ).split()
 
 
@@ -727,6 +728,29 @@ class _Translator:
     def op_brev(self, base, mods, types, ops, scope):
         t = self.one_type(types, "b32 b64")
         return self._unary(types, ops, scope, f"::vf::ptx::brev<{_TYPES[t]}>")[0]
+
+    def _video(self, base, mods, types, ops, scope):
+        """SIMD video instructions: ``vop2``/``vop4.dtype.atype.btype{.sat|.add} d, a, b, c``."""
+        if len(types) != 3 or any(t not in ("u32", "s32") for t in types):
+            raise self.fail("expected .dtype.atype.btype, each .u32 or .s32")
+        extra = [m for m in mods if m not in _TYPES]
+        if any(m not in ("sat", "add") for m in extra) or len(extra) > 1:
+            raise self.fail(f"modifiers {extra} are outside the supported subset (.sat or .add)")
+        self.need(ops, 4)
+        d, a, b, c = ops
+        if any("." in o.split("[")[0].lstrip("%") for o in (d, a, b)):
+            raise self.fail("lane masks and byte/half-word selectors are outside the supported subset")
+        n = base[-1]
+        code = ("add sub avrg absdiff min max").split().index(base[1:-1])
+        dt, at, bt = types
+        flags = ", ".join("true" if t == "s32" else "false" for t in (at, bt, dt))
+        expr = (f"::vf::ptx::simd_video<{n}, {flags}>({self.read(a, 'u32', scope)}, {self.read(b, 'u32', scope)}, "
+                f"{self.read(c, 'u32', scope)}, {code}, {'true' if 'sat' in extra else 'false'}, "
+                f"{'true' if 'add' in extra else 'false'})")
+        return self.write(d, "u32", expr, scope)
+
+    op_vadd2 = op_vsub2 = op_vavrg2 = op_vabsdiff2 = op_vmin2 = op_vmax2 = _video
+    op_vadd4 = op_vsub4 = op_vavrg4 = op_vabsdiff4 = op_vmin4 = op_vmax4 = _video
 
     def op_popc(self, base, mods, types, ops, scope):
         t = self.one_type(types, "b32 b64")

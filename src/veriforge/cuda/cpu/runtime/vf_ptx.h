@@ -464,5 +464,38 @@ inline uint32_t shfl(int mode, uint32_t a, uint32_t b, uint32_t c, uint32_t mask
     return __shfl_sync(mask, a, j, 32, line);
 }
 
+// ---- SIMD video instructions (vadd2/4, vsub, vavrg, vabsdiff, vmin, vmax) ---------------------
+// Lanes of 16 (N == 2) or 8 (N == 4) bits, sign- or zero-extended per the operand types; each lane's
+// result is optionally saturated to the destination's lane range; `.add` sums the lanes into c,
+// otherwise the lanes are packed (truncated) into the result. op: 0 add, 1 sub, 2 avrg, 3 absdiff,
+// 4 min, 5 max. (PTX ISA, "SIMD video instructions"; lane masks and selectors are not supported.)
+template <int N, bool AS, bool BS, bool DS>
+inline uint32_t simd_video(uint32_t a, uint32_t b, uint32_t c, int op, bool sat, bool add) {
+    constexpr int W = 32 / N;
+    constexpr uint32_t M = (1u << W) - 1;
+    auto lane = [](uint32_t v, int i, bool s) -> int64_t {
+        uint32_t u = (v >> (i * W)) & M;
+        return s && (u >> (W - 1)) ? (int64_t)u - (int64_t(1) << W) : (int64_t)u;
+    };
+    int64_t lo = DS ? -(int64_t(1) << (W - 1)) : 0, hi = DS ? (int64_t(1) << (W - 1)) - 1 : (int64_t)M;
+    int64_t sum = 0;
+    uint32_t packed = 0;
+    for (int i = 0; i < N; ++i) {
+        int64_t x = lane(a, i, AS), y = lane(b, i, BS), t;
+        switch (op) {
+            case 0: t = x + y; break;
+            case 1: t = x - y; break;
+            case 2: t = (x + y + 1) >> 1; break;
+            case 3: t = x > y ? x - y : y - x; break;
+            case 4: t = x < y ? x : y; break;
+            default: t = x > y ? x : y; break;
+        }
+        if (sat) t = t < lo ? lo : t > hi ? hi : t;
+        sum += t;
+        packed |= ((uint32_t)t & M) << (i * W);
+    }
+    return add ? (uint32_t)((int64_t)(DS ? (int64_t)(int32_t)c : (int64_t)c) + sum) : packed;
+}
+
 }  // namespace ptx
 }  // namespace vf
