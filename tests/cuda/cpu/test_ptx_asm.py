@@ -125,7 +125,8 @@ __global__ void scalar(unsigned long long* out, const float* fin, float* fout, u
     asm("mov.u32 %0, -1;" : "=r"(s)); OUT(112, (long long)s);
     asm("mov.u32 %0, 0x10;\n\t// a PTX comment\n\tadd.u32 %0, %0, 010;" : "=r"(u)); OUT(113, u);
     // SIMD video instructions (stereoDisparity's __usad4 is vabsdiff4 ... .add)
-    asm("vabsdiff4.u32.u32.u32.add %0, %1, %2, %3;" : "=r"(u) : "r"(0x10FF0305u), "r"(0x20000503u), "r"(7u)); OUT(200, u);
+    asm("vabsdiff4.u32.u32.u32.add %0, %1, %2, %3;" : "=r"(u) : "r"(0x10FF0305u), "r"(0x20000503u), "r"(7u));
+    OUT(200, u);
     asm("vadd4.u32.u32.u32.sat %0, %1, %2, %3;" : "=r"(u) : "r"(0x01F08010u), "r"(0x0220A010u), "r"(0u)); OUT(201, u);
     asm("vsub2.s32.s32.s32.sat %0, %1, %2, %3;" : "=r"(u) : "r"(0x80000005u), "r"(0x00010009u), "r"(0u)); OUT(202, u);
     asm("vmax4.s32.s32.s32 %0, %1, %2, %3;" : "=r"(u) : "r"(0x7F80FF01u), "r"(0x01010101u), "r"(0u)); OUT(203, u);
