@@ -80,6 +80,7 @@
 static constexpr int warpSize = 32;
 
 #include "vf_intrinsics.h"
+#include "vf_rounding.h"  // intrinsics with an explicit IEEE rounding mode
 #include "vf_atomics.h"
 #include "vf_warp.h"
 #include "vf_launch.h"

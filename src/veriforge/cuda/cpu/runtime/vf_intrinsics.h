@@ -158,27 +158,6 @@ inline float erfcinvf(float y) { return (float)vf_erfinv(1.0 - (double)y); }
 inline double erfcinv(double y) { return vf_erfinv(1.0 - y); }
 inline double normcdfinv(double p) { return M_SQRT2 * vf_erfinv(2.0 * p - 1.0); }
 inline float normcdfinvf(float p) { return (float)normcdfinv(p); }
-inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
-inline float __fmaf_rz(float a, float b, float c) { return fmaf(a, b, c); }
-inline float __fmaf_ru(float a, float b, float c) { return fmaf(a, b, c); }
-inline float __fmaf_rd(float a, float b, float c) { return fmaf(a, b, c); }
-inline float __fmaf_ieee_rn(float a, float b, float c) { return fmaf(a, b, c); }
-inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fadd_rz(float a, float b) { return a + b; }
-inline float __fsub_rn(float a, float b) { return a - b; }
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline float __fmul_rz(float a, float b) { return a * b; }
-inline float __fdiv_rn(float a, float b) { return a / b; }
-inline float __frcp_rn(float a) { return 1.0f / a; }
-inline float __fsqrt_rn(float a) { return sqrtf(a); }
-inline float __frsqrt_rn(float a) { return 1.0f / sqrtf(a); }
-inline double __dadd_rn(double a, double b) { return a + b; }
-inline double __dsub_rn(double a, double b) { return a - b; }
-inline double __dmul_rn(double a, double b) { return a * b; }
-inline double __ddiv_rn(double a, double b) { return a / b; }
-inline double __drcp_rn(double a) { return 1.0 / a; }
-inline double __dsqrt_rn(double a) { return sqrt(a); }
 inline int __finitef(float x) { return std::isfinite(x); }
 inline int __isinff(float x) { return std::isinf(x); }
 inline int __isnanf(float x) { return std::isnan(x); }
@@ -199,36 +178,6 @@ inline double __hiloint2double(int hi, int lo) {
 }
 inline int __double2hiint(double x) { return (int)(std::bit_cast<unsigned long long>(x) >> 32); }
 inline int __double2loint(double x) { return (int)(std::bit_cast<unsigned long long>(x) & 0xffffffffu); }
-inline int __float2int_rn(float x) { return (int)nearbyintf(x); }
-inline int __float2int_rz(float x) { return (int)x; }
-inline int __float2int_rd(float x) { return (int)floorf(x); }
-inline int __float2int_ru(float x) { return (int)ceilf(x); }
-inline unsigned __float2uint_rn(float x) { return (unsigned)nearbyintf(x); }
-inline unsigned __float2uint_rz(float x) { return (unsigned)x; }
-inline unsigned __float2uint_rd(float x) { return (unsigned)floorf(x); }
-inline unsigned __float2uint_ru(float x) { return (unsigned)ceilf(x); }
-inline long long __float2ll_rn(float x) { return (long long)nearbyintf(x); }
-inline long long __float2ll_rz(float x) { return (long long)x; }
-inline unsigned long long __float2ull_rn(float x) { return (unsigned long long)nearbyintf(x); }
-inline unsigned long long __float2ull_rz(float x) { return (unsigned long long)x; }
-inline int __double2int_rn(double x) { return (int)nearbyint(x); }
-inline int __double2int_rz(double x) { return (int)x; }
-inline int __double2int_rd(double x) { return (int)floor(x); }
-inline int __double2int_ru(double x) { return (int)ceil(x); }
-inline unsigned __double2uint_rn(double x) { return (unsigned)nearbyint(x); }
-inline long long __double2ll_rn(double x) { return (long long)nearbyint(x); }
-inline long long __double2ll_rz(double x) { return (long long)x; }
-inline float __double2float_rn(double x) { return (float)x; }
-inline float __double2float_rz(double x) { return (float)x; }
-inline float __int2float_rn(int x) { return (float)x; }
-inline float __int2float_rz(int x) { return (float)x; }
-inline float __uint2float_rn(unsigned x) { return (float)x; }
-inline float __ll2float_rn(long long x) { return (float)x; }
-inline float __ull2float_rn(unsigned long long x) { return (float)x; }
-inline double __int2double_rn(int x) { return (double)x; }
-inline double __uint2double_rn(unsigned x) { return (double)x; }
-inline double __ll2double_rn(long long x) { return (double)x; }
-inline double __ull2double_rn(unsigned long long x) { return (double)x; }
 
 // ---- integer intrinsics -----------------------------------------------------------------------
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
