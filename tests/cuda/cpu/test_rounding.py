@@ -14,7 +14,8 @@ __global__ void k(float* f, double* d, long long* i) {
     float a = 1.0f, b = 3.0f;
     f[0] = __fdiv_rd(a, b); f[1] = __fdiv_ru(a, b); f[2] = __fdiv_rz(-a, b); f[3] = __fdiv_rn(a, b);
     f[4] = __fadd_rd(1.0f, 1e-10f); f[5] = __fadd_ru(1.0f, 1e-10f); f[6] = __fsqrt_rd(2.0f); f[7] = __fsqrt_ru(2.0f);
-    f[8] = __fmul_rz(-1.1f, 1.1f); f[9] = __fmaf_ru(1.0f, 1.0f, 1e-10f); f[10] = __double2float_rd(0.1); f[11] = __double2float_ru(0.1);
+    f[8] = __fmul_rz(-1.1f, 1.1f); f[9] = __fmaf_ru(1.0f, 1.0f, 1e-10f);
+    f[10] = __double2float_rd(0.1); f[11] = __double2float_ru(0.1);
     f[12] = __int2float_rd(16777217); f[13] = __int2float_ru(16777217);
     d[0] = __ddiv_rd(1.0, 3.0); d[1] = __ddiv_ru(1.0, 3.0); d[2] = __dadd_ru(1.0, 1e-30);
     i[0] = __float2int_rn(2.5f); i[1] = __float2int_ru(2.1f); i[2] = __float2int_rd(-2.1f); i[3] = __float2int_rz(3e9f);
