@@ -402,7 +402,6 @@ def _extern_c_functions(text: str, masked: str, scopes: _Scopes) -> list[HostFun
 
 _UNSUPPORTED: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(?:asm|__asm__|__asm)\s*(?:volatile\s*|__volatile__\s*)?\("), "inline PTX assembly (asm)"),
-    (re.compile(r"\bwmma\b|\bmma_sync\b|\bload_matrix_sync\b"), "WMMA tensor-core operations (nvcuda::wmma / mma)"),
     (re.compile(r"\bwgmma\b"), "wgmma tensor-core operations"),
     (re.compile(r"\bthis_cluster\b|\bcluster_group\b|\b__cluster_dims__\b"), "thread block clusters"),
     (re.compile(r"\bCUtensorMap\b|\bcuTensorMapEncode\w*|\bcp_async_bulk\w*"), "TMA (tensor memory accelerator)"),
@@ -410,12 +409,10 @@ _UNSUPPORTED: list[tuple[re.Pattern[str], str]] = [
      "textures and surfaces"),
 ]
 _UNSUPPORTED_INCLUDES = re.compile(
-    r'^\s*#\s*include\s*[<"](mma\.h|cub/[\w/.]+|thrust/[\w/.]+|cutlass/[\w/.]+|cute/[\w/.]+)[>"]',
+    r'^\s*#\s*include\s*[<"](cub/[\w/.]+|thrust/[\w/.]+|cutlass/[\w/.]+|cute/[\w/.]+)[>"]',
     re.M,
 )
-_INCLUDE_FEATURES = {
-    "mma.h": "WMMA tensor-core operations (<mma.h>)",
-}
+_INCLUDE_FEATURES: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -545,7 +542,7 @@ def _balanced_parens(depth: int) -> str:
 _PARENS = _balanced_parens(4)
 _QUALIFIER = rf"(?:[\w:<>,*\s]|(?:__align__|alignas|__attribute__|__declspec)\s*{_PARENS})"
 _EXTERN_SHARED = re.compile(
-    rf"\bextern\s+({_QUALIFIER}*?)\b__shared__\b({_QUALIFIER}*?)\b(\w+)\s*\[\s*\]\s*;"
+    rf"\bextern\s+({_QUALIFIER}*?)\b__shared__\b({_QUALIFIER}*?)\b(\w+)\s*\[\s*\]((?:\s*\[[^\[\];]*\])*)\s*;"
 )
 _ALIGN = re.compile(rf"(?:__align__|alignas|__attribute__|__declspec)\s*{_PARENS}")
 
@@ -577,12 +574,16 @@ def _rewrite_extern_shared(text: str, masked: str, scopes: _Scopes, edits: list[
         type_text = _ALIGN.sub(" ", m.group(1) + " " + m.group(2))
         type_text = " ".join(type_text.split())
         name = m.group(3)
+        dims = " ".join(m.group(4).split())  # `extern __shared__ half s[][40];`: rows of 40
         if not type_text:
             continue
         if scopes.in_function(m.start()):
-            new = f"{type_text}* {name} = reinterpret_cast<{type_text}*>(::vf::dynamic_shared());"
+            if dims:
+                new = f"{type_text} (*{name}){dims} = reinterpret_cast<{type_text} (*){dims}>(::vf::dynamic_shared());"
+            else:
+                new = f"{type_text}* {name} = reinterpret_cast<{type_text}*>(::vf::dynamic_shared());"
         else:
-            new = f"static ::vf::DynamicShared<{type_text}> {name};"
+            new = f"static ::vf::DynamicShared<{type_text}{dims}> {name};"
         edits.append((m.start(), m.end(), _keep_newlines(text[m.start() : m.end()], new)))
 
 
