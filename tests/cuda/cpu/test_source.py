@@ -179,7 +179,7 @@ def test_only_device_side_asm_is_refused(code, refused):
 def test_features_on_lines_the_preprocessor_dropped_are_not_refused():
     from veriforge.cuda.cpu.source import find_unsupported
 
-    code = ("#if 0\n__global__ void k() { asm(\"nop\"); }\n#endif\n#ifdef USE_WMMA\n#include <mma.h>\n#endif\n"
+    code = ("#if 0\n__global__ void k() { asm(\"nop\"); }\n#endif\n#ifdef USE_CUB\n#include <cub/cub.cuh>\n#endif\n"
             "__global__ void j() {}\n")
     assert [r.line for r in find_unsupported(scan(code), "k.cu")] == [2, 5]
     assert find_unsupported(scan(code), "k.cu", active_lines={1, 3, 4, 6, 7}) == []

@@ -155,11 +155,4 @@ inline async_contract_fulfillment memcpy_async(const Group& group, void* dst, co
     return async_contract_fulfillment::none;
 }
 
-namespace device {
-// The barrier's native handle (an mbarrier's address on a GPU): here the object itself.
-template <class F> inline std::uint64_t* barrier_native_handle(barrier<thread_scope_block, F>& b) {
-    return reinterpret_cast<std::uint64_t*>(&b);
-}
-}  // namespace device
-
 }  // namespace cuda
