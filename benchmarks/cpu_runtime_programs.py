@@ -140,6 +140,7 @@ class Program:
     output_file: str = ""  # a file the program writes into its cwd, checked with output_contains
     output_contains: list[str] = field(default_factory=list)
     cwd_subdir: str = ""  # run in WORK/cwd_subdir (programs that read ../../data/...)
+    read_data: list[str] = field(default_factory=list)  # run_program(data=...): cwd-relative, lent read-only
     note: str = ""
 
     def key(self) -> str:
@@ -384,6 +385,8 @@ def run_one(p: Program, mode: str, roots: dict[str, Path], rt_key: str) -> Resul
         with tempfile.TemporaryDirectory(prefix=f"vfprog-{p.name}-") as tmp:
             cwd = _prepare_cwd(p, roots, Path(tmp))
             kwargs = dict(argv=tuple(p.argv), stdin=p.stdin.encode(), timeout=p.timeout, cwd=cwd)
+            if p.read_data:
+                kwargs["data"] = list(p.read_data)
             if defines:
                 kwargs["defines"] = defines
             if mode != "native" or not hasattr(cpu, "Project") or not isinstance(source, getattr(cpu, "Project", ())):

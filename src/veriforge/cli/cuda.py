@@ -257,6 +257,11 @@ def run_cmd(
         typer.Option("--race-check", help="Also run in reverse thread order and with interleaved threads; report "
                      "the first launch whose memory depends on the order (exit 3 on a race)."),
     ] = False,
+    data_paths: Annotated[
+        list[str] | None,
+        typer.Option("--data", help="A file or folder outside the current directory the program reads "
+                     "(../../data), lent read-only; repeatable. Arguments naming existing paths are lent too."),
+    ] = None,
 ) -> None:
     """Run a whole CUDA program (with main()) on the CPU runtime; exits with its return code.
 
@@ -294,7 +299,7 @@ def run_cmd(
             _echo_err(f"note: {note}")
         source: Any = proj
         options = _run_options(cpu.run_program, cwd=Path.cwd(), sanitize=sanitize or None,
-                               race_check=race_check or None)
+                               race_check=race_check or None, data=data_paths or None)
     else:  # a runtime without projects: one file, macros only
         if len(files) != 1 or include or flag or project is not None:
             _echo_err("error: this CPU runtime runs single files only (no -I, --flag, --project or several sources)")
@@ -308,6 +313,7 @@ def run_cmd(
             defines=defines or None,
             sanitize=sanitize or None,
             race_check=race_check or None,
+            data=data_paths or None,
         )
     if timeout is not None:
         if not timeout > 0:

@@ -64,10 +64,8 @@ def test_extern_shared_rewrite_inside_functions_and_at_namespace_scope():
     ("code", "feature"),
     [
         ('__global__ void k(int* p) {\n  asm volatile("pmevent 1;");\n}', "inline PTX"),   # outside the subset
-        ("#include <mma.h>\nusing namespace nvcuda;\n__global__ void k() { wmma::fragment<int> f; }", "WMMA"),
-        ("__global__ void k(float* s, const float* g) {\n  __pipeline_memcpy_async(s, g, 16);\n}", "cp.async"),
-        ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n__global__ void k() {\n"
-         "  cg::grid_group g = cg::this_grid();\n  g.sync();\n}", "grid-wide"),
+        ("#include <cub/cub.cuh>\n__global__ void k() {}", "CUB"),
+        ("__global__ void k(float* s) {\n  wgmma::fence();\n}", "wgmma"),
         ("__global__ void __cluster_dims__(2, 1, 1) k() {}", "clusters"),
     ],
 )
@@ -76,7 +74,7 @@ def test_unsupported_features_are_named_with_their_line(code, feature):
         check_supported(scan(code), "k.cu")
     assert feature in str(err.value)
     expected_line = next(i for i, line in enumerate(code.splitlines(), 1)
-                         if any(t in line for t in ("asm", "mma.h", "__pipeline", "g.sync", "__cluster")))
+                         if any(t in line for t in ("asm", "cub/", "wgmma", "__cluster")))
     assert f"k.cu:{expected_line}" in str(err.value)
 
 
@@ -183,7 +181,7 @@ def test_only_device_side_asm_is_refused(code, refused):
 def test_features_on_lines_the_preprocessor_dropped_are_not_refused():
     from veriforge.cuda.cpu.source import find_unsupported
 
-    code = ("#if 0\n__global__ void k() { asm(\"nop\"); }\n#endif\n#ifdef USE_WMMA\n#include <mma.h>\n#endif\n"
+    code = ("#if 0\n__global__ void k() { asm(\"nop\"); }\n#endif\n#ifdef USE_CUB\n#include <cub/cub.cuh>\n#endif\n"
             "__global__ void j() {}\n")
     assert [r.line for r in find_unsupported(scan(code), "k.cu")] == [2, 5]
     assert find_unsupported(scan(code), "k.cu", active_lines={1, 3, 4, 6, 7}) == []

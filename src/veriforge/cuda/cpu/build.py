@@ -41,6 +41,7 @@ from veriforge.core import integrity
 from veriforge.core.paths import cache_dir
 from veriforge.errors import ToolchainNotFoundError, UnsupportedFeatureError
 
+from .arch import apply_arch
 from .errors import CompileError, Diagnostic
 
 __all__ = [
@@ -53,7 +54,7 @@ __all__ = [
 ]
 
 RUNTIME_SRC = Path(__file__).parent / "runtime"
-_OBJECTS = ("scheduler", "host_api", "graphs", "device_launch", "textures", "worker_main")
+_OBJECTS = ("scheduler", "host_api", "graphs", "device_launch", "textures", "cooperative", "worker_main")
 _BASE_FLAGS = ["-std=c++20", "-pthread", "-fno-strict-aliasing", "-fdiagnostics-plain-output",
                "-fno-diagnostics-show-caret"]
 _FAST_FLAGS = ["-O2", "-g1"]
@@ -144,7 +145,7 @@ class BuiltRuntime:
         return flags
 
     def objects(self, kind: str) -> list[str]:
-        names = ["scheduler", "host_api", "graphs", "device_launch", "textures", "fiber"]
+        names = ["scheduler", "host_api", "graphs", "device_launch", "textures", "cooperative", "fiber"]
         names += ["worker_main"] if kind == "module" else []
         return [str(self.root / f"{n}.o") for n in names]
 
@@ -634,15 +635,16 @@ class ProjectSources:
         under ``t/`` for the CUDA units, and as written under ``h/`` for the host-only units, each
         with a ``#line`` naming the original so diagnostics, ``__FILE__`` and asserts name the
         user's file. ``probe``: the race check's interleaving probe (``rewrite(..., probe=True)``)."""
-        from .source import rewrite
+        from .source import launch_targets, rewrite
 
         texts = {}
         host = {f.path for u in self.units if u.kind != "cuda" for f in self.closure(u)}
         cuda = {f.path for u in self.cuda_units for f in self.closure(u)}
+        targets = launch_targets([f.scanned for f in self.files if f.path in cuda])
         for f in self.files:
             head = f"#line 1 {line_name(f.display)}\n"
             if f.path in cuda:
-                texts[f.staged] = f"{head}{rewrite(f.scanned, probe=probe)}\n"
+                texts[f.staged] = f"{head}{rewrite(f.scanned, probe=probe, targets=targets)}\n"
             if f.path in host:
                 texts[f.host_staged] = f"{head}{f.text}\n"
         return texts
@@ -656,7 +658,8 @@ class ProjectSources:
         found = [r for f in self.files for r in find_unsupported(f.scanned, f.display)]
         if not found:
             return
-        texts = {f.staged: f"#line 1 {line_name(f.display)}\n{preprocessable(f.text)}\n" for f in self.files}
+        texts = {f.staged: f"#line 1 {line_name(f.display)}\n{preprocessable(apply_arch(f.text, f.scanned.masked))}\n"
+                 for f in self.files}
         flags = [*self.project.cxx_flags, *self.include_flags(), *self.define_flags()]
         kept = active_lines(rt, texts, [u.staged for u in self.units], flags,
                             self.expose())
@@ -693,7 +696,7 @@ def check_source_supported(rt: BuiltRuntime, scanned: Any, filename: str, prelud
     found = find_unsupported(scanned, filename)
     if not found:
         return
-    text = f"{prelude}#line 1 {line_name(filename)}\n{preprocessable(scanned.text)}\n"
+    text = f"{prelude}#line 1 {line_name(filename)}\n{preprocessable(apply_arch(scanned.text, scanned.masked))}\n"
     kept = active_lines(rt, {"src.cpp": text}, ["src.cpp"])
     if kept is None:
         raise UnsupportedFeatureError(found[0].message())

@@ -68,6 +68,8 @@ void* vf_flush_before_deadline_(void* arg) {{
 MAX_OUTPUT = 16 * 1024 * 1024
 MEMORY_MB = 16384
 FILE_SIZE_MB = 2048
+COOPERATIVE_BLOCKS = 512
+"""The most blocks a cooperative grid can have (16 SMs x 32 blocks): each runs on its own thread."""
 PASS_ENV = ("VF_CPU_THREADS", "VF_FIBER_STACK_KB")
 """The only variables of the caller's environment a program sees (runtime tuning knobs)."""
 
@@ -162,15 +164,16 @@ def default_timeout() -> float:
     return float(value) if value else DEFAULT_TIMEOUT
 
 
-def _program_policy(timeout: float, sanitize: bool, exe: Path) -> Any:
+def _program_policy(timeout: float, sanitize: bool, exe: Path, inputs: Sequence[str] = ()) -> Any:
     """The sandbox policy for a candidate program: the candidate defaults of docs/sandbox.md, with
-    room for the runtime's worker threads (NPROC counts threads) and its output files."""
+    room for the runtime's worker threads (NPROC counts threads) and its output files; ``inputs``
+    are lent read-only (:mod:`veriforge.cuda.cpu.data`)."""
     from veriforge.sandbox import Limits, Policy
 
     threads = int(os.environ.get("VF_CPU_THREADS") or os.cpu_count() or 1)
     limits = Limits(timeout_s=timeout, cpu_s=None, memory_mb=None if sanitize else MEMORY_MB,
-                    file_size_mb=FILE_SIZE_MB, max_procs=64 + threads, max_output_bytes=MAX_OUTPUT)
-    return Policy(limits=limits, expose=(str(exe),))
+                    file_size_mb=FILE_SIZE_MB, max_procs=64 + threads + COOPERATIVE_BLOCKS, max_output_bytes=MAX_OUTPUT)
+    return Policy(limits=limits, expose=(str(exe), *inputs))
 
 
 def _program_env(sanitize: bool, timeout: float | None = None) -> dict[str, str]:
@@ -192,7 +195,7 @@ def _text(data: bytes, truncated: bool) -> str:
 def run_program(source: str | Project, argv: Sequence[str] = (), stdin: bytes | str = b"",
                 timeout: float | None = None, *, defines: Mapping[str, Any] | None = None, sanitize: bool = False,
                 filename: str = "program.cu", cwd: str | os.PathLike[str] | None = None,
-                race_check: bool = False) -> ProgramResult:
+                race_check: bool = False, data: Sequence[str | os.PathLike[str]] = ()) -> ProgramResult:
     """Compile and run a CUDA program with ``main()`` on the CPU; returns its exit status and output.
 
     ``source``: the program's text or a :class:`~veriforge.cuda.cpu.Project`. ``timeout`` (wall
@@ -210,14 +213,25 @@ def run_program(source: str | Project, argv: Sequence[str] = (), stdin: bytes | 
     each with a per-launch trace, and report the first launch whose memory depends on the order
     (:mod:`veriforge.cuda.cpu.race`) in ``.race``; the result is the index-order run's. Costs 3 to 6
     runs, on one worker thread each (deterministic block order), plus a second build.
+
+    ``data``: files or folders outside ``cwd`` the program reads (``../../data``), lent read-only;
+    relative paths are taken from ``cwd`` (else the current directory). A ``Project``'s own
+    ``data`` is added, and so is every argument that names an existing path
+    (:mod:`veriforge.cuda.cpu.data`). Writes stay confined to ``cwd``.
     """
+    from .data import exposed_inputs, resolve_data
+
+    where = None if cwd is None else Path(cwd)
+    lent = resolve_data(data, where if where is not None else Path.cwd())
+    if isinstance(source, Project):
+        lent = [*source.data, *lent]
     exe = build_program(source, defines=defines, sanitize=sanitize, filename=filename)
     if timeout is None:
         timeout = source.timeout if isinstance(source, Project) and source.timeout else default_timeout()
-    data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
-    where = None if cwd is None else Path(cwd)
+    stdin_data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
+    inputs = exposed_inputs([str(p) for p in lent], [str(a) for a in argv], where)
     if not race_check:
-        return _run_exe(exe, argv, data, timeout, sanitize, where)
+        return _run_exe(exe, argv, stdin_data, timeout, sanitize, where, inputs=inputs)
     from . import race as race_mod
     from .errors import CompileError, UnsupportedFeatureError
 
@@ -230,7 +244,9 @@ def run_program(source: str | Project, argv: Sequence[str] = (), stdin: bytes | 
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         notes.append(f"the interleaving probe could not be built ({first[:200]}); checked in reverse order only")
     verdict, first_run = race_mod.check(
-        lambda program, env, run_cwd: _run_exe(program, argv, data, timeout, sanitize, run_cwd, env),
+        lambda program, env, run_cwd: _run_exe(program, argv, stdin_data, timeout, sanitize, run_cwd, env,
+                                               inputs=exposed_inputs([str(p) for p in lent],
+                                                                     [str(a) for a in argv], run_cwd)),
         exe, probe_exe, cwd=where, sources=_source_texts(source), notes=notes)
     return replace(first_run, race=verdict)
 
@@ -250,12 +266,12 @@ def _source_texts(source: str | Project) -> list[str]:
 
 
 def _run_exe(exe: Path, argv: Sequence[str], data: bytes, timeout: float, sanitize: bool, where: Path | None,
-             extra_env: Mapping[str, str] | None = None) -> ProgramResult:
+             extra_env: Mapping[str, str] | None = None, *, inputs: Sequence[str] = ()) -> ProgramResult:
     from veriforge.sandbox import run as sandbox_run
 
     env = {**_program_env(sanitize, timeout), **(extra_env or {})}
     res = sandbox_run([str(exe), *map(str, argv)], cwd=where, stdin=data, env=env,
-                      policy=_program_policy(timeout, sanitize, exe))
+                      policy=_program_policy(timeout, sanitize, exe, inputs))
     timed_out = res.status == "timeout"
     code = -res.signal if res.signal is not None else (res.exit_code if res.exit_code is not None else -9)
     seconds = res.wall_s

@@ -32,6 +32,7 @@ __all__ = [
     "args_launch_shims",
     "check_supported",
     "find_unsupported",
+    "launch_targets",
     "mask_source",
     "normalize_kernel_name",
     "rewrite",
@@ -103,6 +104,7 @@ class KernelDecl:
     name: str  # qualified (ns::kernel)
     line: int
     is_template: bool
+    template_params: int | None = None  # template parameters (None: unknown, a pack or a default)
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,54 @@ def _match_paren(masked: str, open_pos: int, open_ch: str = "(", close_ch: str =
     return -1
 
 
+def _split_top_level(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets (``<>``, ``()``, ``[]``, ``{}``)."""
+    parts, depth, start = [], 0, 0
+    for k, ch in enumerate(text):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:k])
+            start = k + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def _template_param_count(masked: str, start: int, end: int) -> int | None:
+    """How many template parameters the ``template <...>`` head in ``masked[start:end]`` declares;
+    None if it has a parameter pack or a default argument (then naming all of them is not enough
+    to know the instantiation)."""
+    m = re.search(r"\btemplate\s*<", masked[start:end])
+    if m is None:
+        return None
+    open_pos = start + m.end() - 1
+    close = _match_paren(masked, open_pos, "<", ">")
+    if close < 0 or close > end:
+        return None
+    params = [p for p in _split_top_level(masked[open_pos + 1 : close]) if p]
+    if any("..." in p or "=" in p for p in params):
+        return None
+    return len(params)
+
+
+def launch_targets(scanned: Sequence[ScannedSource]) -> dict[str, int]:
+    """Kernels whose parameter types a launch can name, by unqualified name: -1 for a kernel
+    that is not a template, N for a template of N parameters (all of which a launch must name,
+    ``k<4, float><<<...>>>``). A name defined more than once (overloads, several namespaces) is
+    left out: its launches keep deducing their argument types."""
+    seen: dict[str, list[int | None]] = {}
+    for s in scanned:
+        for k in s.kernels:
+            short = k.name.split("::")[-1]
+            value = (k.template_params if k.is_template else -1)
+            seen.setdefault(short, []).append(value)
+            if k.name in s.overloaded:
+                seen[short].append(None)
+    return {name: v[0] for name, v in seen.items() if len(v) == 1 and v[0] is not None}
+
+
 def scan(src: str) -> ScannedSource:
     """Find kernel definitions (names, template-ness) and whether the file has ``main``."""
     masked = mask_source(src)
@@ -234,7 +284,9 @@ def scan(src: str) -> ScannedSource:
         is_template = re.search(r"\btemplate\b", head) is not None
         qual = "::".join([*scopes.namespace_at(m.start()), name])
         definitions[qual] = definitions.get(qual, 0) + 1
-        found.append(KernelDecl(name=qual, line=line_of(masked, name_pos), is_template=is_template))
+        found.append(KernelDecl(name=qual, line=line_of(masked, name_pos), is_template=is_template,
+                                template_params=_template_param_count(masked, head_start + 1, m.start())
+                                if is_template else None))
     overloaded = {k for k, c in definitions.items() if c > 1}
     unique: dict[str, KernelDecl] = {}
     for k in found:
@@ -352,15 +404,9 @@ def _extern_c_functions(text: str, masked: str, scopes: _Scopes) -> list[HostFun
 
 _UNSUPPORTED: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(?:asm|__asm__|__asm)\s*(?:volatile\s*|__volatile__\s*)?\("), "inline PTX assembly (asm)"),
-    (re.compile(r"\bwmma\b|\bmma_sync\b|\bload_matrix_sync\b"), "WMMA tensor-core operations (nvcuda::wmma / mma)"),
     (re.compile(r"\bwgmma\b"), "wgmma tensor-core operations"),
-    (re.compile(r"\b__pipeline_memcpy_async\b|\b__pipeline_commit\b|\b__pipeline_wait_prior\b|"
-                r"\bmemcpy_async\b|\bcp_async\b|\bmake_pipeline\b|\bcuda::pipeline\b"),
-     "asynchronous copies (cp.async / memcpy_async / pipelines)"),
-    (re.compile(r"\bthis_cluster\b|\bcluster_group\b|\b__cluster_dims__\b|\bcudaLaunchKernelEx\b"),
-     "thread block clusters"),
+    (re.compile(r"\bthis_cluster\b|\bcluster_group\b|\b__cluster_dims__\b"), "thread block clusters"),
     (re.compile(r"\bCUtensorMap\b|\bcuTensorMapEncode\w*|\bcp_async_bulk\w*"), "TMA (tensor memory accelerator)"),
-    (re.compile(r"\bcudaLaunchCooperativeKernel\w*"), "cooperative grid launch (cudaLaunchCooperativeKernel)"),
     # Textures and surfaces are supported (runtime/vf_texture.h, textures.cpp) except these:
     (re.compile(r"\bsurface\s*<\s*void\b|\bcudaBindSurfaceToArray\b|\bcudaGetSurfaceReference\b"),
      "surface references (surface<void, dim>, removed in CUDA 12; surface objects are supported)"),
@@ -369,15 +415,10 @@ _UNSUPPORTED: list[tuple[re.Pattern[str], str]] = [
      "texture fetches with explicit gradients (tex*Grad) and texture references to mipmapped arrays"),
 ]
 _UNSUPPORTED_INCLUDES = re.compile(
-    r'^\s*#\s*include\s*[<"](mma\.h|cuda_pipeline\w*\.h|cuda_awbarrier\w*\.h|cuda/barrier|cuda/pipeline|'
-    r'cooperative_groups/memcpy_async\.h|cub/[\w/.]+|thrust/[\w/.]+|cutlass/[\w/.]+|cute/[\w/.]+)[>"]',
+    r'^\s*#\s*include\s*[<"](cub/[\w/.]+|thrust/[\w/.]+|cutlass/[\w/.]+|cute/[\w/.]+)[>"]',
     re.M,
 )
-_INCLUDE_FEATURES = {
-    "mma.h": "WMMA tensor-core operations (<mma.h>)",
-    "cuda/barrier": "libcu++ hardware barriers (<cuda/barrier>)",
-    "cuda/pipeline": "asynchronous copies (<cuda/pipeline>)",
-}
+_INCLUDE_FEATURES: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -496,15 +537,6 @@ def find_unsupported(scanned: ScannedSource, filename: str,
                 break
             hits.append((m.start(), feature))
             break
-    # grid-wide sync: this_grid() is fine for thread_rank(), its sync() is not
-    if re.search(r"\bthis_grid\b", masked):
-        gm = re.search(r"\b(\w+)\s*=\s*(?:\w+::)*this_grid\s*\(\s*\)", masked)
-        sync_m = re.search(r"\bthis_grid\s*\(\s*\)\s*\.\s*sync\s*\(", masked)
-        if gm and not sync_m:
-            sync_m = re.search(r"\b" + re.escape(gm.group(1)) + r"\s*\.\s*sync\s*\(|\bsync\s*\(\s*"
-                               + re.escape(gm.group(1)) + r"\s*\)", masked)
-        if sync_m:
-            hits.append((sync_m.start(), "cooperative grid-wide synchronisation (this_grid().sync())"))
     for m in _UNSUPPORTED_INCLUDES.finditer(text):
         if masked[m.start() : m.end()].strip().startswith("#"):
             inc = m.group(1)
@@ -555,9 +587,27 @@ def _balanced_parens(depth: int) -> str:
 _PARENS = _balanced_parens(4)
 _QUALIFIER = rf"(?:[\w:<>,*\s]|(?:__align__|alignas|__attribute__|__declspec)\s*{_PARENS})"
 _EXTERN_SHARED = re.compile(
-    rf"\bextern\s+({_QUALIFIER}*?)\b__shared__\b({_QUALIFIER}*?)\b(\w+)\s*\[\s*\]\s*;"
+    rf"\bextern\s+({_QUALIFIER}*?)\b__shared__\b({_QUALIFIER}*?)\b(\w+)\s*\[\s*\]((?:\s*\[[^\[\];]*\])*)\s*;"
 )
 _ALIGN = re.compile(rf"(?:__align__|alignas|__attribute__|__declspec)\s*{_PARENS}")
+
+
+_ALIGNAS_AFTER_SPECIFIER = re.compile(
+    r"\b(?:__shared__|__device__|__constant__|__managed__|static|extern|thread_local|const|volatile|inline|"
+    r"constexpr)\s+(alignas)\s*\(")
+
+
+def _rewrite_alignas(text: str, masked: str, edits: list[tuple[int, int, str]]) -> None:
+    """``__shared__ alignas(16) float a[N];``: nvcc accepts ``alignas`` among the decl-specifiers,
+    where standard C++ (and g++, once ``__shared__`` is ``thread_local``) only allows it first; GCC's
+    ``__attribute__((aligned(N)))`` means the same and may stand there."""
+    for m in _ALIGNAS_AFTER_SPECIFIER.finditer(masked):
+        paren = masked.find("(", m.end(1))
+        close = _match_paren(masked, paren)
+        if close < 0:
+            continue
+        inner = text[paren + 1 : close]
+        edits.append((m.start(1), close + 1, f"__attribute__((aligned({inner})))"))
 
 
 def _keep_newlines(original: str, replacement: str) -> str:
@@ -569,12 +619,16 @@ def _rewrite_extern_shared(text: str, masked: str, scopes: _Scopes, edits: list[
         type_text = _ALIGN.sub(" ", m.group(1) + " " + m.group(2))
         type_text = " ".join(type_text.split())
         name = m.group(3)
+        dims = " ".join(m.group(4).split())  # `extern __shared__ half s[][40];`: rows of 40
         if not type_text:
             continue
         if scopes.in_function(m.start()):
-            new = f"{type_text}* {name} = reinterpret_cast<{type_text}*>(::vf::dynamic_shared());"
+            if dims:
+                new = f"{type_text} (*{name}){dims} = reinterpret_cast<{type_text} (*){dims}>(::vf::dynamic_shared());"
+            else:
+                new = f"{type_text}* {name} = reinterpret_cast<{type_text}*>(::vf::dynamic_shared());"
         else:
-            new = f"static ::vf::DynamicShared<{type_text}> {name};"
+            new = f"static ::vf::DynamicShared<{type_text}{dims}> {name};"
         edits.append((m.start(), m.end(), _keep_newlines(text[m.start() : m.end()], new)))
 
 
@@ -727,9 +781,29 @@ _LAUNCH_OPEN = re.compile(r"(?<!<)<\s*<\s*<(?!<)")
 _LAUNCH_CLOSE = re.compile(r">\s*>\s*>")
 
 
-def _rewrite_launches(text: str, masked: str, edits: list[tuple[int, int, str]]) -> None:
+_CALLEE = re.compile(r"(?:::)?(?:[A-Za-z_]\w*\s*::\s*)*(?P<name>[A-Za-z_]\w*)\s*(?:<(?P<targs>.*)>)?")
+
+
+def _typed_callee(callee: str, targets: Mapping[str, int] | None) -> bool:
+    """Whether ``callee`` names one kernel whose parameter types are known (see
+    :func:`launch_targets`): then the launch converts its arguments to them, as a direct call does."""
+    if not targets:
+        return False
+    m = _CALLEE.fullmatch(callee)
+    if m is None or m.group("name") not in targets:
+        return False
+    want = targets[m.group("name")]
+    if m.group("targs") is None:
+        return want == -1
+    return want > 0 and len(_split_top_level(m.group("targs"))) == want
+
+
+def _rewrite_launches(text: str, masked: str, edits: list[tuple[int, int, str]],
+                      targets: Mapping[str, int] | None = None) -> None:
     """``k<<<g, b>>>(args)``, also spelled with spaces or newlines between the angle brackets
-    (``k << < g, b >> > (args)``; nvcc accepts any spacing)."""
+    (``k << < g, b >> > (args)``; nvcc accepts any spacing). A launch of a kernel whose parameter
+    types are known (``targets``) converts its arguments to them (``k<<<g, b>>>(0, n)`` passes a
+    null pointer, as nvcc's direct call does)."""
     pos = 0
     while True:
         mo = _LAUNCH_OPEN.search(masked, pos)
@@ -764,8 +838,10 @@ def _rewrite_launches(text: str, masked: str, edits: list[tuple[int, int, str]])
         label = " ".join(callee.split()).replace("\\", "\\\\").replace('"', '\\"')
         # __FILE__/__LINE__ first, on the launch's own line (before a configuration that spans
         # lines): the per-launch trace of the race check names where each launch is.
+        spelled = " ".join(callee.split())
+        typed = f", ::vf::kernel_ptr(&{spelled})" if _typed_callee(spelled, targets) else ""
         new = (f'::vf::make_launch_at(__FILE__, __LINE__, ::vf::LaunchConfig({config}), "{label}", '
-               f"[&](auto&&... vf_args_) {{ {' '.join(callee.split())}(vf_args_...); }})")
+               f"[&](auto&&... vf_args_) {{ {spelled}(vf_args_...); }}{typed})")
         original = text[callee_start:end_close]
         edits.append((callee_start, end_close, new + "\n" * (original.count("\n") - config.count("\n"))))
         pos = end_close
@@ -830,16 +906,22 @@ def _rewrite_probe_params(text: str, masked: str, edits: list[tuple[int, int, st
             edits.append((body + 1, body + 1, "".join(decls)))
 
 
-def rewrite(scanned: ScannedSource, *, probe: bool = False) -> str:
-    """The user's source with launches and ``extern __shared__`` turned into plain C++.
+def rewrite(scanned: ScannedSource, *, probe: bool = False, targets: Mapping[str, int] | None = None) -> str:
+    """The user's source with launches and ``extern __shared__`` turned into plain C++, and
+    ``__CUDA_ARCH__`` in device code given its device value (:mod:`veriforge.cuda.cpu.arch`).
 
     ``probe``: also the race check's interleaving probe (kernels' pointer parameters become
-    ``::vf::ProbePtr``; runtime/vf_probe.h)."""
+    ``::vf::ProbePtr``; runtime/vf_probe.h). ``targets``: the kernels whose launches convert their
+    arguments to the parameter types (:func:`launch_targets`; default: this file's kernels)."""
+    from .arch import arch_edits
+
     text, masked = scanned.text, scanned.masked
     scopes = _Scopes(masked)
-    edits: list[tuple[int, int, str]] = []
+    edits: list[tuple[int, int, str]] = arch_edits(text, masked)
     _rewrite_extern_shared(text, masked, scopes, edits)
-    _rewrite_launches(text, masked, edits)
+    if "alignas" in masked:
+        _rewrite_alignas(text, masked, edits)
+    _rewrite_launches(text, masked, edits, launch_targets([scanned]) if targets is None else targets)
     if re.search(r"\b(?:asm|__asm__|__asm)\b", masked):
         _rewrite_asm(text, masked, edits)
     if "volatile" in masked:
@@ -860,16 +942,16 @@ def rewrite(scanned: ScannedSource, *, probe: bool = False) -> str:
 
 
 # Uses of a kernel by address: cudaLaunchKernel and CUDA graph kernel nodes (cudaKernelNodeParams::func).
-_BY_ADDRESS = re.compile(r"\b(?:cudaLaunchKernel|cudaKernelNodeParams|cudaGraphNodeParams|cudaGraphAddKernelNode|"
-                         r"cudaGraphKernelNodeSetParams|cudaGraphExecKernelNodeSetParams|cudaGraphAddNode)\b")
+_BY_ADDRESS = re.compile(r"\b(?:cudaLaunch(?:Cooperative)?Kernel(?:Ex|ExC)?|cudaKernelNodeParams|cudaGraphNodeParams|"
+                         r"cudaGraphAddKernelNode|cudaGraphKernelNodeSetParams|cudaGraphExecKernelNodeSetParams|cudaGraphAddNode)\b")
 
 
 def args_launch_shims(scanned: ScannedSource) -> list[str]:
     """Registrations (C++ lines, to append after the user's code) that let
-    ``cudaLaunchKernel((const void*)kernel, grid, block, args, ...)`` and CUDA graph kernel nodes
-    (``cudaKernelNodeParams::func``) find each plain kernel's parameter types by address. Only for
-    files that use kernels by address, so taking a kernel's address can never break a file that
-    does not need it."""
+    ``cudaLaunchKernel((const void*)kernel, grid, block, args, ...)`` (and its cooperative and ``Ex``
+    forms) and CUDA graph kernel nodes (``cudaKernelNodeParams::func``) find each plain kernel's
+    parameter types by address. Only for files that use kernels by address, so taking a kernel's
+    address can never break a file that does not need it."""
     if not _BY_ADDRESS.search(scanned.masked):
         return []
     return [f'static ::vf::ArgsLaunchRegistrar vf_args_shim_{i}("{k.name}", &{k.name});'
@@ -951,6 +1033,9 @@ class Project:
     timeout: float | None = None
     system_include_dirs: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    data: list[Path] = field(default_factory=list)
+    """Inputs outside the working directory the program reads (``../../data``), lent read-only
+    when it runs (:mod:`veriforge.cuda.cpu.data`); relative paths are taken from ``root``."""
 
     def __post_init__(self) -> None:
         root = Path(self.root) if self.root is not None else Path.cwd()
@@ -1005,6 +1090,11 @@ class Project:
                     "directories as include_dirs and macros as defines)")
         if self.timeout is not None and not self.timeout > 0:
             raise ValueError(f"timeout must be positive, got {self.timeout!r}")
+        if isinstance(self.data, (str, os.PathLike)):
+            self.data = [self.data]
+        from .data import resolve_data
+
+        self.data = [Path(p) for p in resolve_data(self.data or [], self.root)]
 
     @property
     def cxx_flags(self) -> list[str]:

@@ -94,7 +94,7 @@ class KernelServer:
 
             threads = int(os.environ.get("VF_CPU_THREADS") or os.cpu_count() or 1)
             policy = Policy(limits=Limits(timeout_s=None, cpu_s=None, memory_mb=None, file_size_mb=1024,
-                                          max_procs=64 + 2 * threads, max_output_bytes=1 << 20),
+                                          max_procs=64 + 2 * threads + 512, max_output_bytes=1 << 20),
                             expose=(str(exe),), max_open_files=1024)
             self.proc = spawn(
                 [str(exe), "--cmd-fd", str(cmd_r), "--reply-fd", str(reply_w), "--shm-fd", str(self._shm_fd)],

@@ -612,6 +612,23 @@ int vf::host_launch(const GridSpec& spec, cudaStream_t) {
     return set_error((cudaError_t)err);
 }
 
+// A launch refused before it reached run_grid (cooperative.cpp: an unsupported launch attribute):
+// reported like a failed launch.
+int vf::record_launch_error(int err, const char* message) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_in_call) {
+        if (!g_call_error) {
+            g_call_error = err;
+            g_call_message = message;
+        }
+    } else {
+        fprintf(stderr, "veriforge: %s\n", message);
+        fflush(stderr);
+    }
+    g_last_error = (cudaError_t)err;
+    return err;
+}
+
 namespace {
 struct Launchable {
     const char* name;
@@ -834,6 +851,7 @@ cudaError_t cudaPeekAtLastError(void) {
     X(cudaErrorAssert, "device-side assert triggered")                                            \
     X(cudaErrorLaunchFailure, "unspecified launch failure")                                       \
     X(cudaErrorNotSupported, "operation not supported")                                           \
+    X(cudaErrorCooperativeLaunchTooLarge, "too many blocks in cooperative launch")                \
     X(cudaErrorInvalidDevicePointer, "invalid device pointer")                                    \
     X(cudaErrorUnsupportedLimit, "limit is not supported on this architecture")                  \
     X(cudaErrorPeerAccessUnsupported, "peer access is not supported between these two devices")  \
@@ -1036,7 +1054,7 @@ cudaError_t vf_get_device_properties(cudaDeviceProp* p, int device) {
     p->regsPerMultiprocessor = 65536;
     p->managedMemory = 1;
     p->concurrentManagedAccess = 1;
-    p->cooperativeLaunch = 0;
+    p->cooperativeLaunch = 1;  // cooperative.cpp
     p->sharedMemPerBlockOptin = 232448;
     p->maxBlocksPerMultiProcessor = 32;
     p->reservedSharedMemPerBlock = 1024;
@@ -1104,7 +1122,8 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int dev
         case cudaDevAttrTexturePitchAlignment: *value = 32; break;
         case cudaDevAttrMemSyncDomainCount: *value = 4; break;
         case cudaDevAttrComputeMode: *value = cudaComputeModeDefault; break;
-        // Not offered: cooperative launches, clusters, IPC / fabric handles, peer access, ECC...
+        case cudaDevAttrCooperativeLaunch: *value = 1; break;  // cooperative.cpp
+        // Not offered: clusters, IPC / fabric handles, peer access, ECC...
 #endif
         case cudaDevAttrUnifiedAddressing: case cudaDevAttrManagedMemory: case cudaDevAttrConcurrentKernels:
         case cudaDevAttrCanMapHostMemory: *value = 1; break;

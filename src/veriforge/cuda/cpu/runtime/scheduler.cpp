@@ -24,6 +24,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -53,7 +54,7 @@ namespace {
 constexpr unsigned kMaxBlockThreads = 1024;
 constexpr int kMaxGroupsPerWarp = 8;
 
-enum State : uint8_t { kUnstarted, kRunning, kAtBarrier, kAtWarpOp, kExited };
+enum State : uint8_t { kUnstarted, kRunning, kAtBarrier, kAtWarpOp, kExited, kAtEvent };
 
 struct Fiber {
 #if VF_ASM_SWITCH
@@ -65,6 +66,7 @@ struct Fiber {
     size_t size = 0;
     bool fresh = true;      // needs an initial frame before it can be entered
     unsigned color = 0;     // start of the stack below its top, in 16-byte units (see init_fiber)
+    bool guardless = false; // carved from a shared chunk without a guard page: a canary instead
 };
 
 // A CUDA thread the scheduler knows about: one that waited at least once, or that exited before
@@ -84,6 +86,9 @@ struct Thread {
     int arg, width;
     uint64_t out;
     int pred_out;
+    // parked by wait_on() (cuda::barrier, pipeline stages): until wake_all(event)
+    const void* event;
+    const char* event_what;
 };
 
 struct WarpGroup {
@@ -164,6 +169,8 @@ struct Worker {
     unsigned bar_arrived = 0;
     Thread* bar_waiters[kMaxBlockThreads];
     unsigned bar_nwait = 0;
+    Thread* event_waiters[kMaxBlockThreads];  // parked by wait_on(), any order
+    unsigned event_nwait = 0;
     int bar_line = 0;
     bool bar_diverged = false;
     int bar_count = 0, bar_all = 1, bar_any = 0;
@@ -177,6 +184,8 @@ struct Worker {
     int fault_code = 719;  // cudaErrorLaunchFailure; cudaErrorAssert (710) for a failed assert()
     char* dyn_smem = nullptr;
     size_t dyn_smem_size = 0;
+    struct GridBarrier* grid = nullptr;  // a cooperative launch: its grid-wide barrier
+    bool bar_grid = false;               // the barrier being gathered is a this_grid().sync()
 
     Worker() {
         pthread_attr_t attr;
@@ -243,22 +252,66 @@ void init_fiber(Fiber* f) {
     f->fresh = false;
 }
 
+// Every fiber stack normally has its own mapping and a guard page: two of the kernel's memory
+// mappings (vm.max_map_count, 65530 by default). A cooperative grid keeps every thread of every
+// resident block parked at once (up to 16 SMs x 2048 threads), which would exceed that; beyond
+// kGuardedFibers fibers, stacks are carved from shared chunks without guard pages, and a canary
+// at the low end of each stack, checked whenever its thread waits or finishes, reports an overflow.
+constexpr unsigned kGuardedFibers = 12288;
+constexpr unsigned kChunkFibers = 64;
+constexpr uint64_t kCanary = 0x5646535441434b21ull;  // "VFSTACK!"
+constexpr unsigned kCanaryWords = 8;
+std::atomic<unsigned> g_guarded_fibers{0};
+
 Fiber* new_fiber() {
     size_t size = fiber_stack_size();
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    void* mem = mmap(nullptr, size + page, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (mem == MAP_FAILED) {
-        fprintf(stderr, "veriforge: cannot allocate a fiber stack (%zu bytes)\n", size);
-        abort();
-    }
-    mprotect(mem, page, PROT_NONE);  // guard page: a stack overflow faults instead of corrupting
     Fiber* f = new Fiber();
-    f->stack = static_cast<char*>(mem) + page;
+    if (g_guarded_fibers.fetch_add(1, std::memory_order_relaxed) < kGuardedFibers) {
+        void* mem = mmap(nullptr, size + page, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+        if (mem == MAP_FAILED) {
+            fprintf(stderr, "veriforge: cannot allocate a fiber stack (%zu bytes)\n", size);
+            abort();
+        }
+        mprotect(mem, page, PROT_NONE);  // guard page: a stack overflow faults instead of corrupting
+        f->stack = static_cast<char*>(mem) + page;
+    } else {
+        static thread_local char* chunk = nullptr;
+        static thread_local unsigned left = 0;
+        if (left == 0) {
+            void* mem = mmap(nullptr, size * kChunkFibers, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+            if (mem == MAP_FAILED) {
+                fprintf(stderr, "veriforge: cannot allocate fiber stacks (%zu bytes)\n", size * kChunkFibers);
+                abort();
+            }
+            chunk = static_cast<char*>(mem);
+            left = kChunkFibers;
+        }
+        f->stack = chunk;
+        chunk += size;
+        left--;
+        f->guardless = true;
+        uint64_t* canary = reinterpret_cast<uint64_t*>(f->stack);
+        for (unsigned i = 0; i < kCanaryWords; ++i) canary[i] = kCanary;
+    }
     f->size = size;
     static std::atomic<unsigned> created{0};
     f->color = (created.fetch_add(1, std::memory_order_relaxed) * 21u) % 256u;  // 0..4 KB, 336-byte steps
     return f;
+}
+
+__attribute__((noinline, cold)) void check_canary(const Fiber* f) {
+    const uint64_t* canary = reinterpret_cast<const uint64_t*>(f->stack);
+    for (unsigned i = 0; i < kCanaryWords; ++i)
+        if (canary[i] != kCanary) {
+            const char* k = tl_worker && tl_worker->spec ? tl_worker->spec->kernel_name : "?";
+            fprintf(stderr, "veriforge: kernel '%s': a CUDA thread overflowed its %zu KB stack (raise it with "
+                    "VF_FIBER_STACK_KB)\n", k, f->size / 1024);
+            fflush(stderr);
+            abort();
+        }
 }
 
 // Scheduler -> fiber.
@@ -273,6 +326,7 @@ void enter_fiber(Worker* w, Fiber* f) {
 
 // Fiber -> scheduler. Returns when the scheduler resumes this fiber.
 void leave_fiber(Worker* w, Fiber* f) {
+    if (__builtin_expect(f->guardless, 0)) check_canary(f);
 #if VF_ASM_SWITCH
     switch_stacks(&f->sp, w->sched_sp, w->sched_bottom, w->sched_size);
 #else
@@ -363,7 +417,7 @@ inline Thread* enter_scheduler(Worker* w) {
 
 // Parked at a barrier or warp collective (only meaningful for a materialised thread).
 inline bool parked(const Worker* w, const Thread& t) {
-    return t.epoch == w->epoch && (t.state == kAtBarrier || t.state == kAtWarpOp);
+    return t.epoch == w->epoch && (t.state == kAtBarrier || t.state == kAtWarpOp || t.state == kAtEvent);
 }
 
 inline unsigned existing_lanes(const Worker* w, unsigned warp) {
@@ -499,6 +553,79 @@ std::string thread_str(const Thread* t) {
     return fmt("(%u,%u,%u)", t->idx.x, t->idx.y, t->idx.z);
 }
 
+// ---- cooperative launches: every block resident at once, a grid-wide barrier --------------------
+// Each block of a cooperative grid runs on its own OS thread (its own Worker: __shared__ variables
+// are thread_local), so a block whose threads all wait at this_grid().sync() simply blocks that OS
+// thread until the grid's other blocks arrive. A block that faults aborts the others; a block that
+// exits while others wait at the grid barrier is a deadlock on a GPU and a fault here.
+struct GridBarrier {
+    std::mutex m;
+    std::condition_variable cv;
+    unsigned expected = 0, arrived = 0, finished = 0;
+    uint64_t generation = 0;
+    bool aborted = false;
+    int line = 0;          // where the waiting blocks are
+    std::string reason;    // why the grid was aborted (when no block fault says it)
+    uint3 exited{};        // the first block that finished
+    bool any_exited = false;
+};
+
+std::string exited_block_deadlock(const GridBarrier& g) {
+    return fmt("deadlock: block (%u,%u,%u) exited without reaching this_grid().sync(), which the grid's "
+               "other blocks wait at (line %d); every block of the grid must take part",
+               g.exited.x, g.exited.y, g.exited.z, g.line);
+}
+
+// The block's threads have all arrived at a this_grid().sync(): wait for the grid's other blocks.
+void grid_wait(Worker* w, int line) {
+    GridBarrier& g = *w->grid;
+    std::string why;
+    {
+        std::unique_lock<std::mutex> lock(g.m);
+        if (!g.aborted) {
+            uint64_t gen = g.generation;
+            g.line = line;
+            if (++g.arrived + g.finished == g.expected) {
+                if (g.finished == 0) {
+                    g.arrived = 0;
+                    g.generation++;
+                    g.cv.notify_all();
+                    return;
+                }
+                g.aborted = true;
+                g.reason = exited_block_deadlock(g);
+                g.cv.notify_all();
+            } else {
+                g.cv.wait(lock, [&] { return g.generation != gen || g.aborted; });
+                if (g.generation != gen) return;
+            }
+        }
+        why = g.reason.empty() ? std::string("aborted: another block of the cooperative grid faulted") : g.reason;
+    }
+    raise_fault(w, why);
+}
+
+// A block of the grid finished normally (every thread returned).
+void grid_block_finished(GridBarrier& g, uint3 block) {
+    std::lock_guard<std::mutex> lock(g.m);
+    g.finished++;
+    if (!g.any_exited) {
+        g.any_exited = true;
+        g.exited = block;
+    }
+    if (!g.aborted && g.arrived > 0 && g.arrived + g.finished == g.expected) {
+        g.aborted = true;
+        g.reason = exited_block_deadlock(g);
+        g.cv.notify_all();
+    }
+}
+
+void grid_abort(GridBarrier& g) {
+    std::lock_guard<std::mutex> lock(g.m);
+    g.aborted = true;
+    g.cv.notify_all();
+}
+
 // Every live (not exited) thread of the block waits at the barrier: check that they all wait at
 // the same __syncthreads() and let them go. `last` is the arriving thread that completed the
 // barrier (it keeps running without a switch), or nullptr when an exiting thread completed it.
@@ -512,6 +639,10 @@ void release_barrier(Worker* w, Thread* last) {
                                    "waits at line %d",
                                    thread_str(o).c_str(), o->line, thread_str(ref).c_str(), ref->line));
         }
+    }
+    if (w->bar_grid) {  // this_grid().sync(): the whole block is here; now the other blocks
+        w->bar_grid = false;
+        grid_wait(w, w->bar_line);
     }
     w->bar_results[0] = w->bar_count;
     w->bar_results[1] = w->bar_all;
@@ -624,6 +755,7 @@ inline void switch_to(Worker* w, Fiber* self, Fiber* next) {
         return;
     }
     if (next == self) return;  // this very thread is runnable again
+    if (__builtin_expect(self->guardless, 0)) check_canary(self);
     if (next->fresh) init_fiber(next);
 #if VF_ASM_SWITCH
     switch_stacks(&self->sp, next->sp, next->stack, next->size);
@@ -647,7 +779,8 @@ std::string describe_waits(Worker* w) {
     for (unsigned i = 0; i < w->n; ++i) {
         Thread& t = w->threads[i];
         if (!parked(w, t)) continue;
-        std::string what = t.state == kAtBarrier ? "__syncthreads()" : op_name(t.op);
+        std::string what = t.state == kAtBarrier ? "__syncthreads()"
+                           : t.state == kAtEvent ? std::string(t.event_what) : op_name(t.op);
         bool found = false;
         for (Site& s : sites)
             if (s.what == what && s.line == t.line) {
@@ -690,6 +823,8 @@ bool run_block(Worker* w, uint3 bidx) {
     w->bar_arrived = 0;
     w->bar_nwait = 0;
     w->bar_diverged = false;
+    w->bar_grid = false;
+    w->event_nwait = 0;
     w->bar_count = 0;
     w->bar_all = 1;
     w->bar_any = 0;
@@ -763,9 +898,8 @@ unsigned pool_size() {
     return n;
 }
 
-void run_blocks(Pool& p) {
-    Worker* w = this_worker();
-    const GridSpec& s = *p.spec;
+// Makes `w` (this OS thread's worker) ready to run blocks of grid `s`.
+void bind_grid(Worker* w, const GridSpec& s) {
     w->spec = &s;
     if (s.shared_bytes > w->dyn_smem_size || (VF_ASAN && s.shared_bytes != w->dyn_smem_size)) {
         free(w->dyn_smem);
@@ -777,6 +911,12 @@ void run_blocks(Pool& p) {
     }
     blockDim = s.block;
     gridDim = s.grid;
+}
+
+void run_blocks(Pool& p) {
+    Worker* w = this_worker();
+    const GridSpec& s = *p.spec;
+    bind_grid(w, s);
     uint64_t gx = s.grid.x, gxy = (uint64_t)s.grid.x * s.grid.y;
     while (!p.faulted.load(std::memory_order_relaxed)) {
         uint64_t k = p.next_block.fetch_add(1, std::memory_order_relaxed);
@@ -813,9 +953,125 @@ void helper_loop(unsigned index) {
     }
 }
 
+// ---- cooperative grids: one OS thread (and worker) per block, all resident at once ---------------
+struct CoopPool {
+    std::mutex m;
+    std::condition_variable wake, done;
+    unsigned threads = 0;  // helpers started (detached; each runs block index + 1)
+    uint64_t generation = 0;
+    uint64_t wanted = 0;   // blocks of the current grid
+    unsigned running = 0;  // helpers still working on it
+    const GridSpec* spec = nullptr;
+    GridBarrier* barrier = nullptr;
+};
+
+CoopPool& coop_pool() {
+    static CoopPool* c = new CoopPool();
+    return *c;
+}
+
+void run_coop_block(uint64_t k) {
+    CoopPool& c = coop_pool();
+    Pool& p = pool();
+    Worker* w = this_worker();
+    const GridSpec& s = *c.spec;
+    bind_grid(w, s);
+    w->grid = c.barrier;
+    uint64_t b = s.reverse ? c.wanted - 1 - k : k;
+    uint64_t gx = s.grid.x, gxy = (uint64_t)s.grid.x * s.grid.y;
+    uint3 bidx{(unsigned)(b % gx), (unsigned)((b / gx) % s.grid.y), (unsigned)(b / gxy)};
+    bool ok = run_block(w, bidx);
+    w->grid = nullptr;
+    w->spec = nullptr;
+    if (ok) {
+        grid_block_finished(*c.barrier, bidx);
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lock(p.fault_m);
+        if (!p.faulted.load()) {
+            p.fault = fmt("kernel '%s', block (%u,%u,%u): ", s.kernel_name, bidx.x, bidx.y, bidx.z) + w->fault;
+            p.fault_code = w->fault_code;
+            p.faulted.store(true);
+        }
+    }
+    grid_abort(*c.barrier);
+}
+
+void coop_helper_loop(unsigned index) {
+    CoopPool& c = coop_pool();
+    uint64_t seen = 0;
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lock(c.m);
+            c.wake.wait(lock, [&] { return c.generation != seen && index + 1 < c.wanted; });
+            seen = c.generation;
+        }
+        run_coop_block(index + 1);
+        {
+            std::lock_guard<std::mutex> lock(c.m);
+            if (--c.running == 0) c.done.notify_all();
+        }
+    }
+}
+
 thread_local std::string tl_fault_message;
+thread_local bool tl_next_cooperative = false;  // set_next_launch_cooperative()
 std::atomic<const char*> g_running_kernel{nullptr};
 std::atomic<bool> g_force_reverse{false};  // set_reverse_order: the evaluation driver's race probe
+
+// Runs a cooperative grid (the launch is validated and serialised by run_grid).
+int run_cooperative(const GridSpec& spec, uint64_t nblocks) {
+    int limit = cooperative_grid_limit(spec.block, spec.shared_bytes);
+    if (nblocks > (uint64_t)limit) {
+        tl_fault_message = fmt("kernel '%s': cooperative launch of %llu blocks of %u threads: at most %d blocks "
+                               "(with %zu bytes of dynamic shared memory) can be resident at once",
+                               spec.kernel_name, (unsigned long long)nblocks,
+                               spec.block.x * spec.block.y * spec.block.z, limit, spec.shared_bytes);
+        return 720;  // cudaErrorCooperativeLaunchTooLarge
+    }
+    CoopPool& c = coop_pool();
+    Pool& p = pool();
+    GridBarrier barrier;
+    barrier.expected = (unsigned)nblocks;
+    unsigned helpers = (unsigned)nblocks - 1;
+    {
+        std::lock_guard<std::mutex> lock(c.m);
+        try {
+            while (c.threads < helpers) {
+                std::thread(coop_helper_loop, c.threads).detach();
+                c.threads++;
+            }
+        } catch (const std::system_error& e) {
+            tl_fault_message = fmt("kernel '%s': cannot start a thread for each of the %llu blocks of the cooperative "
+                                   "grid (%s)", spec.kernel_name, (unsigned long long)nblocks, e.what());
+            return 720;
+        }
+        c.spec = &spec;
+        c.barrier = &barrier;
+        c.wanted = nblocks;
+        c.running = helpers;
+        c.generation++;
+    }
+    {
+        std::lock_guard<std::mutex> lock(p.fault_m);
+        p.faulted.store(false);
+        p.fault.clear();
+        p.fault_code = 719;
+    }
+    if (helpers) c.wake.notify_all();
+    run_coop_block(0);
+    if (helpers) {
+        std::unique_lock<std::mutex> lock(c.m);
+        c.done.wait(lock, [&] { return c.running == 0; });
+    }
+    if (p.faulted.load()) {
+        tl_fault_message = p.fault;
+        return p.fault_code;
+    }
+    tl_fault_message.clear();
+    return 0;
+}
 
 }  // namespace
 }  // namespace vf
@@ -856,8 +1112,10 @@ int check_launch_config(dim3 grid, dim3 block, size_t shared_bytes, const char**
 
 void set_reverse_order(bool on) { g_force_reverse.store(on); }
 
+void set_next_launch_cooperative(bool on) { tl_next_cooperative = on; }
+
 namespace {
-int run_one_grid(GridSpec& spec) {
+int run_one_grid(GridSpec& spec, bool cooperative) {
     static std::mutex one_grid_at_a_time;  // host threads launching concurrently take turns
     if (g_force_reverse.load(std::memory_order_relaxed)) spec.reverse = true;
     const char* why = "";
@@ -877,6 +1135,7 @@ int run_one_grid(GridSpec& spec) {
     } running(spec.kernel_name);
     Pool& p = pool();
     uint64_t nblocks = (uint64_t)spec.grid.x * spec.grid.y * spec.grid.z;
+    if (cooperative) return run_cooperative(spec, nblocks);
     unsigned helpers = (unsigned)std::min<uint64_t>(pool_size(), nblocks) - 1;
     {
         std::lock_guard<std::mutex> lock(p.m);
@@ -912,8 +1171,10 @@ int run_one_grid(GridSpec& spec) {
 int run_child_grids(const GridSpec* grid, int err);  // device_launch.cpp (vf_graphs.h)
 
 int run_grid(const GridSpec& requested) {
+    bool cooperative = tl_next_cooperative;  // cudaLaunchCooperativeKernel (cooperative.cpp)
+    tl_next_cooperative = false;
     GridSpec spec = requested;  // its address identifies the grid to the launches its threads make
-    int err = run_one_grid(spec);
+    int err = run_one_grid(spec, cooperative);
     return run_child_grids(&spec, err);  // dynamic parallelism (device_launch.cpp)
 }
 
@@ -970,6 +1231,48 @@ void syncthreads(int line) {
     Worker* w = tl_worker;
     if (!w || !w->in_block) return;  // called from host code: nothing to wait for
     barrier_wait<false>(w, enter_scheduler(w), line, 0);
+}
+
+void grid_sync(int line) {
+    Worker* w = tl_worker;
+    if (!w || !w->in_block) return;
+    Thread* t = enter_scheduler(w);
+    if (!w->grid)
+        raise_fault(w, fmt("this_grid().sync() at line %d in thread %s of a kernel not launched with "
+                           "cudaLaunchCooperativeKernel (grid-wide synchronisation needs a cooperative launch)",
+                           line, thread_str(t).c_str()));
+    if (w->bar_arrived == 0) w->bar_grid = true;
+    else if (!w->bar_grid) w->bar_diverged = true;
+    barrier_wait<false>(w, t, line, 0);
+}
+
+bool in_cooperative_grid() { return tl_worker && tl_worker->in_block && tl_worker->grid; }
+
+void wait_on(const void* event, int line, const char* what) {
+    Worker* w = tl_worker;
+    if (!w || !w->in_block) return;  // host code: nothing else could ever signal it
+    Thread* t = enter_scheduler(w);
+    t->state = kAtEvent;
+    t->line = line;
+    t->event = event;
+    t->event_what = what;
+    w->event_waiters[w->event_nwait++] = t;
+    check_activemask(w, t->linear >> 5);
+    block_current(w, t);
+}
+
+void wake_all(const void* event) {
+    Worker* w = tl_worker;
+    if (!w || !w->in_block) return;
+    for (unsigned i = 0; i < w->event_nwait;) {
+        Thread* t = w->event_waiters[i];
+        if (t->event == event) {
+            w->event_waiters[i] = w->event_waiters[--w->event_nwait];
+            push_runnable(w, t);
+        } else {
+            ++i;
+        }
+    }
 }
 
 int syncthreads_reduce(int op, int pred, int line) {

@@ -167,12 +167,27 @@ uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int wid
                          int* pred = nullptr);
 unsigned active_mask();
 void yield_thread();                     // __nanosleep: let other threads of the block run
+// Block-scope waits (cuda::barrier, pipeline stages, mbarriers): wait_on parks the calling CUDA
+// thread until a thread of the same block calls wake_all(event); the caller re-checks its condition
+// in a loop. A block whose live threads all wait is a deadlock (KernelFault naming `what` and line).
+void wait_on(const void* event, int line, const char* what);
+void wake_all(const void* event);
 [[noreturn]] void trap(const char* what, int line);
 // A failed assert() in device code: prints CUDA's message and aborts the launch with
 // cudaErrorAssert (the host goes on, as on a GPU). Called by our __assert_fail (host_api.cpp).
 [[noreturn]] void device_assert_failed(const char* expr, const char* file, unsigned line, const char* function);
 void* dynamic_shared();                  // base of `extern __shared__` memory for this block
 bool in_kernel();
+
+// Cooperative launches (cudaLaunchCooperativeKernel, cudaLaunchKernelEx with the cooperative
+// attribute): the next run_grid of this host thread runs every block at once (one OS thread
+// each) with a grid-wide barrier, or fails with cudaErrorCooperativeLaunchTooLarge when the grid
+// exceeds cooperative_grid_limit() blocks.
+void set_next_launch_cooperative(bool on);
+int cooperative_grid_limit(dim3 block, size_t dynamic_shared);  // occupancy x SMs (cooperative.cpp)
+void grid_sync(int line);                // this_grid().sync(): faults outside a cooperative launch
+int record_launch_error(int err, const char* message);  // a launch refused before run_grid (host_api.cpp)
+bool in_cooperative_grid();              // this_grid().is_valid()
 
 // Kernels callable by name from Python (Module.launch): registered by the launch shims the
 // front end appends to a module, listed by the kernel server (worker_main.cpp).

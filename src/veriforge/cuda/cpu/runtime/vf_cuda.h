@@ -42,7 +42,16 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+// libstdc++'s <math.h> exports std::lerp to the global namespace in C++20; CUDA code (compiled as
+// C++17 by nvcc) defines its own `lerp(float, float, float)` (helper_math.h), which would then
+// conflict. The global using-declaration is made to name a harmless placeholder instead;
+// std::lerp itself is untouched.
+namespace std {
+template <class T> void vf_global_lerp_hidden_(T) = delete;
+}
+#define lerp vf_global_lerp_hidden_
 #include <math.h>
+#undef lerp
 #include <stdlib.h>
 
 #define __host__
@@ -84,6 +93,7 @@ static constexpr int warpSize = 32;
 #include "vf_atomics.h"
 #include "vf_warp.h"
 #include "vf_launch.h"
+#include "vf_cooperative.h"
 #include "vf_lockstep.h"
 #include "vf_probe.h"
 #include "vf_ptx.h"  // helpers of the inline PTX the front end translates (ptx.py)
@@ -96,3 +106,23 @@ static constexpr int warpSize = 32;
 #include <cuda_bf16.h>
 #endif
 #include <cooperative_groups.h>
+
+// nvcc defines __CUDACC__ (and __NVCC__, __CUDACC_VER_*__) in both of its passes over a .cu file,
+// and __CUDA_ARCH__ only in the device pass. A CUDA unit here is compiled once: it sees the
+// former (defined last, so CUDA's own headers above were read as a host compiler reads them; the
+// shims in include/ hide them again around every later #include_next), and device code sees
+// __CUDA_ARCH__ through the front end, which rewrites it to VF_CUDA_ARCH_DEVICE_ where the device
+// pass would see it (veriforge/cuda/cpu/arch.py). 900: the compute capability 9.0 that
+// cudaGetDeviceProperties reports. Plain host .cpp units never include this header.
+#ifndef __CUDACC__
+#define __CUDACC__ 1
+#endif
+#ifndef __NVCC__
+#define __NVCC__ 1
+#endif
+#ifndef __CUDACC_VER_MAJOR__
+#define __CUDACC_VER_MAJOR__ (CUDART_VERSION / 1000)
+#define __CUDACC_VER_MINOR__ (CUDART_VERSION % 1000 / 10)
+#define __CUDACC_VER_BUILD__ 0
+#endif
+#define VF_CUDA_ARCH_DEVICE_ 900

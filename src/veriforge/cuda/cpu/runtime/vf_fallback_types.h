@@ -119,7 +119,8 @@ enum cudaError {
     cudaErrorInvalidDeviceFunction = 98, cudaErrorNoDevice = 100, cudaErrorInvalidDevice = 101,
     cudaErrorInvalidResourceHandle = 400, cudaErrorNotReady = 600, cudaErrorIllegalAddress = 700,
     cudaErrorLaunchOutOfResources = 701, cudaErrorLaunchTimeout = 702, cudaErrorAssert = 710,
-    cudaErrorLaunchFailure = 719, cudaErrorNotSupported = 801, cudaErrorUnknown = 999,
+    cudaErrorLaunchFailure = 719, cudaErrorCooperativeLaunchTooLarge = 720, cudaErrorNotSupported = 801,
+    cudaErrorUnknown = 999,
     cudaErrorInvalidDevicePointer = 17, cudaErrorUnsupportedLimit = 215, cudaErrorPeerAccessUnsupported = 217,
     cudaErrorPeerAccessAlreadyEnabled = 704, cudaErrorPeerAccessNotEnabled = 705, cudaErrorNotPermitted = 800
 };
@@ -147,7 +148,7 @@ enum cudaDeviceAttr {
     cudaDevAttrComputeCapabilityMajor = 75, cudaDevAttrComputeCapabilityMinor = 76,
     cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81, cudaDevAttrMaxRegistersPerMultiprocessor = 82,
     cudaDevAttrManagedMemory = 83, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
-    cudaDevAttrMaxBlocksPerMultiprocessor = 106
+    cudaDevAttrMaxBlocksPerMultiprocessor = 106, cudaDevAttrCooperativeLaunch = 95
 };
 enum cudaMemLocationType { cudaMemLocationTypeInvalid = 0, cudaMemLocationTypeDevice = 1, cudaMemLocationTypeHost = 2 };
 struct cudaMemLocation { enum cudaMemLocationType type; int id; };

@@ -103,6 +103,25 @@ template <class F>
 inline Launcher<F> make_launch_at(const char* file, int line, LaunchConfig cfg, const char* name, F f) {
     return Launcher<F>{cfg, name, f, file, line};
 }
+// A launch of a kernel whose parameter types the front end could name (a kernel that is not a
+// template, or a template instantiation with every template argument given): the arguments
+// convert to the parameter types at the launch, as in a direct call - a literal 0 or NULL for a
+// pointer parameter is a null pointer, `{1, 2}` builds a struct. A launch with fewer arguments
+// (default arguments) keeps deducing them.
+template <class F, class... P> struct TypedLauncher {
+    Launcher<F> launcher;
+    int operator()(P... p) { return launcher(static_cast<P&&>(p)...); }
+    template <class... A>
+        requires(sizeof...(A) != sizeof...(P))
+    int operator()(A... a) {
+        return launcher(static_cast<A&&>(a)...);
+    }
+};
+template <class F, class... P>
+inline TypedLauncher<F, P...> make_launch_at(const char* file, int line, LaunchConfig cfg, const char* name, F f,
+                                             void (*)(P...)) {
+    return TypedLauncher<F, P...>{Launcher<F>{cfg, name, f, file, line}};
+}
 
 // ---- kernels callable by name from Python ----------------------------------------------------
 template <class T> inline std::string type_name() {

@@ -34,7 +34,11 @@
 #define cudaDeviceProp vf_cuda_device_prop_base
 #include <cuda_runtime_api.h>
 #include "vf_api_templates.h"
+// cuda_runtime.h's cudaLaunchKernelEx templates pass the kernel on as a void* (the registry knows
+// no template instantiations): vf_cooperative.h defines typed ones instead.
+#define cudaLaunchKernelEx vf_cuda_launch_kernel_ex_hidden_
 #include <cuda_runtime.h>
+#undef cudaLaunchKernelEx
 #undef cudaDeviceProp
 struct cudaDeviceProp : vf_cuda_device_prop_base {
 #if CUDART_VERSION >= 13000

@@ -1,8 +1,7 @@
 // veriforge CPU runtime: cooperative groups on top of the runtime's barriers and warp
 // collectives. Covers thread blocks, tiled partitions (static sizes 1 ... 1024, dynamic ones),
-// coalesced groups, binary/labeled partitions and the reduce/scan helpers. Grid-wide
-// synchronisation (this_grid().sync()) cannot work when blocks run a few at a time, so it is
-// reported as unsupported.
+// coalesced groups, binary/labeled partitions and the reduce/scan helpers, and the grid of a
+// cooperative launch (this_grid().sync(): every block is resident, see scheduler.cpp).
 #pragma once
 
 namespace cooperative_groups {
@@ -370,18 +369,23 @@ inline coalesced_group labeled_partition(const thread_block_tile<N, P>& g, L lab
     else return details::labeled_partition(g, label, line);
 }
 
+// The whole grid. sync() is a grid-wide barrier; it needs a cooperative launch
+// (cudaLaunchCooperativeKernel / cudaLaunchKernelEx with the cooperative attribute), which runs
+// every block at once - elsewhere it is a KernelFault naming the line, and is_valid() is false.
 class grid_group {
   public:
-    void sync(int line = __builtin_LINE()) const { ::vf::trap("grid-wide synchronisation (this_grid().sync())", line); }
-    unsigned long long thread_rank() const {
-        unsigned long long block = blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
-        return block * details::block_size() + details::block_rank();
-    }
-    unsigned long long size() const {
-        return (unsigned long long)gridDim.x * gridDim.y * gridDim.z * details::block_size();
-    }
+    void sync(int line = __builtin_LINE()) const { ::vf::grid_sync(line); }
+    unsigned long long thread_rank() const { return block_rank() * details::block_size() + details::block_rank(); }
+    unsigned long long size() const { return num_blocks() * details::block_size(); }
     unsigned long long num_threads() const { return size(); }
-    bool is_valid() const { return false; }
+    unsigned long long block_rank() const {
+        return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+    }
+    unsigned long long num_blocks() const { return (unsigned long long)gridDim.x * gridDim.y * gridDim.z; }
+    dim3 group_dim() const { return blockDim; }
+    dim3 dim_blocks() const { return gridDim; }
+    dim3 block_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
+    bool is_valid() const { return ::vf::in_cooperative_grid(); }
 };
 inline grid_group this_grid() { return grid_group(); }
 

@@ -2,7 +2,9 @@
 // host versions of the intrinsics it only defines for device code (vf_half_extras.h).
 #pragma once
 #if defined(VF_HAVE_CUDA_HEADERS) && __has_include_next(<cuda_bf16.h>)
+#include "../vf_host_pass_begin.h"
 #include_next <cuda_bf16.h>
+#include "../vf_host_pass_end.h"
 #include "../vf_half_extras.h"
 namespace vf {
 template <> struct half_traits<__nv_bfloat16> {

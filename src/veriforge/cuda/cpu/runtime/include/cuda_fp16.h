@@ -3,7 +3,9 @@
 // a CUDA installation there is no faithful definition of __half: fail with a clear message.
 #pragma once
 #if defined(VF_HAVE_CUDA_HEADERS) && __has_include_next(<cuda_fp16.h>)
+#include "../vf_host_pass_begin.h"
 #include_next <cuda_fp16.h>
+#include "../vf_host_pass_end.h"
 #include "../vf_half_extras.h"
 namespace vf {
 template <> struct half_traits<__half> {
