@@ -633,15 +633,18 @@ class ProjectSources:
         under ``t/`` for the CUDA units, and as written under ``h/`` for the host-only units, each
         with a ``#line`` naming the original so diagnostics, ``__FILE__`` and asserts name the
         user's file. ``probe``: the race check's interleaving probe (``rewrite(..., probe=True)``)."""
+        from .regions import RegionContext
         from .source import rewrite
 
         texts = {}
         host = {f.path for u in self.units if u.kind != "cuda" for f in self.closure(u)}
         cuda = {f.path for u in self.cuda_units for f in self.closure(u)}
+        # which functions and macros of the whole project synchronise (region splitting, regions.py)
+        context = None if probe else RegionContext.from_texts(f.text for f in self.files if f.path in cuda)
         for f in self.files:
             head = f"#line 1 {line_name(f.display)}\n"
             if f.path in cuda:
-                texts[f.staged] = f"{head}{rewrite(f.scanned, probe=probe)}\n"
+                texts[f.staged] = f"{head}{rewrite(f.scanned, probe=probe, region_context=context)}\n"
             if f.path in host:
                 texts[f.host_staged] = f"{head}{f.text}\n"
         return texts

@@ -68,7 +68,7 @@ void* vf_flush_before_deadline_(void* arg) {{
 MAX_OUTPUT = 16 * 1024 * 1024
 MEMORY_MB = 16384
 FILE_SIZE_MB = 2048
-PASS_ENV = ("VF_CPU_THREADS", "VF_FIBER_STACK_KB")
+PASS_ENV = ("VF_CPU_THREADS", "VF_FIBER_STACK_KB", "VF_REGIONS")
 """The only variables of the caller's environment a program sees (runtime tuning knobs)."""
 
 

@@ -785,14 +785,21 @@ def _rewrite_probe_params(text: str, masked: str, edits: list[tuple[int, int, st
             edits.append((body + 1, body + 1, "".join(decls)))
 
 
-def rewrite(scanned: ScannedSource, *, probe: bool = False) -> str:
+def rewrite(scanned: ScannedSource, *, probe: bool = False, region_context: Any = None) -> str:
     """The user's source with launches and ``extern __shared__`` turned into plain C++.
 
     ``probe``: also the race check's interleaving probe (kernels' pointer parameters become
-    ``::vf::ProbePtr``; runtime/vf_probe.h)."""
+    ``::vf::ProbePtr``; runtime/vf_probe.h). Otherwise kernels with barriers or warp collectives
+    get a block function that runs the whole block as region loops (regions.py), unless
+    ``VERIFORGE_CPU_REGIONS=0``; ``region_context`` (a ``regions.RegionContext``) describes the
+    other files of a project (which of their functions synchronise), default: this file alone."""
     text, masked = scanned.text, scanned.masked
     scopes = _Scopes(masked)
     edits: list[tuple[int, int, str]] = []
+    if not probe and "__global__" in masked and _REGION_HINT.search(masked) and regions_enabled():
+        from .regions import region_edits
+
+        edits += region_edits(text, region_context)
     _rewrite_extern_shared(text, masked, scopes, edits)
     _rewrite_launches(text, masked, edits)
     if "volatile" in masked:
@@ -810,6 +817,15 @@ def rewrite(scanned: ScannedSource, *, probe: bool = False) -> str:
         last = b
     out.append(text[last:])
     return "".join(out)
+
+
+_REGION_HINT = re.compile(r"__sync|__shfl|__ballot|__any|__all|__activemask|__reduce_|\.\s*sync\s*\(|\bsync\s*\(|"
+                          r"\.\s*shfl|\.\s*ballot|\.\s*any\s*\(|\.\s*all\s*\(")
+
+
+def regions_enabled() -> bool:
+    """Region splitting of kernels with barriers (regions.py) is on unless ``VERIFORGE_CPU_REGIONS=0``."""
+    return os.environ.get("VERIFORGE_CPU_REGIONS", "").strip().lower() not in ("0", "no", "false", "off")
 
 
 def args_launch_shims(scanned: ScannedSource) -> list[str]:

@@ -82,6 +82,7 @@ static constexpr int warpSize = 32;
 #include "vf_intrinsics.h"
 #include "vf_atomics.h"
 #include "vf_warp.h"
+#include "vf_regions.h"
 #include "vf_launch.h"
 #include "vf_lockstep.h"
 #include "vf_probe.h"
