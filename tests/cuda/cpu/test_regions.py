@@ -74,11 +74,15 @@ __global__ void mm(const float* A, const float* B, float* C, int n) {
     assert sorted(p.recomputed) == ["col", "row"]
 
 
-def test_barrier_free_kernels_need_no_block_function():
+def test_barrier_free_kernels_run_as_one_region():
     src = "__global__ void k(float* x) { x[threadIdx.x] += 1.0f; }\n"
     p = _plan(src, "k")
-    assert not p.needs_split and not p.split
-    assert "region_begin" not in rewrite(scan(src))
+    assert not p.needs_split and p.split and p.regions == 1
+    assert "region_loop" in rewrite(scan(src))
+    # ... unless a spin-wait may wait for another thread of the block (fibers let it run)
+    spin = "__global__ void k(int* f) { long long t = clock64(); while (f[0] == 0 && clock64() - t < 100) {} }\n"
+    p = _plan(spin, "k")
+    assert not p.split and "clock" in p.reason
 
 
 def test_race_probe_build_and_the_switch_keep_the_fiber_path(monkeypatch):
@@ -362,6 +366,22 @@ __global__ void fiber_exit(int* x) {
     }
 }
 
+// Barrier-free kernels: one region loop (threadIdx a local of the loop).
+__device__ int global_index() { return blockIdx.x * blockDim.x + threadIdx.x; }
+#define GID global_index()
+__global__ void saxpy_gs(int n, float a, const float* x, float* y) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) y[i] = a * x[i] + y[i];
+}
+__global__ void via_device_function(int* out, int n) {
+    int i = GID;
+    if (i >= n) return;
+    out[i] = i * 3 + (int)threadIdx.x;
+}
+__global__ void asserting(const int* x) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    assert(x[i] >= 0);
+}
+
 __global__ void trap_in_region(int* x) {
     __shared__ int s[32];
     s[threadIdx.x] = x[threadIdx.x];
@@ -531,6 +551,23 @@ def test_divergent_barrier_on_data_is_still_a_fault(mods):
     region_mod.launch("divergent_by_data", 1, 32, [np.ones(32, np.int32), np.zeros(32, np.int32)])
 
 
+def test_barrier_free_kernels_as_one_region(mods):
+    plans = {p.name: p for p in plan_kernels(KERNELS)}
+    assert all(plans[k].split and plans[k].regions == 1 for k in ("saxpy_gs", "via_device_function", "asserting"))
+    x = np.arange(1000, dtype=np.float32)
+    y = _run(mods, "saxpy_gs", 3, 64, lambda: [1000, 2.0, x, np.ones(1000, np.float32)])[3]
+    np.testing.assert_array_equal(y, 2 * x + 1)
+    out = _run(mods, "via_device_function", 4, 32, lambda: [np.full(128, -1, np.int32), 100])[0]
+    i = np.arange(100)
+    np.testing.assert_array_equal(out[:100], i * 3 + i % 32)  # the device function saw each thread's index
+    assert np.all(out[100:] == -1)
+    region_mod, _ = mods
+    bad = np.zeros(64, np.int32)
+    bad[37] = -1
+    with pytest.raises(cpu.KernelFault, match=r"thread: \[5,0,0\].*x\[i\] >= 0"):
+        region_mod.launch("asserting", 2, 32, [bad])
+
+
 def test_trap_inside_a_region_names_the_thread(mods):
     region_mod, _ = mods
     with pytest.raises(cpu.KernelFault, match=r"__trap\(\) at line \d+ in thread \(5,0,0\)"):
@@ -587,3 +624,52 @@ def test_zoo_kernels_agree_with_the_fiber_path(zoo_mods, launch):
     seed = 11
     a = _run(zoo_mods[src], kernel, grid, block, lambda: make(np.random.default_rng(seed)), *shared)
     assert any(isinstance(x, np.ndarray) and x.any() for x in a)
+
+
+# ---- safety net: block functions that do not compile ---------------------------------------------
+
+def test_stripping_the_block_functions_gives_the_plain_rewrite(monkeypatch):
+    from veriforge.cuda.cpu.regions import has_region_code, strip_region_code
+
+    with_regions = rewrite(scan(KERNELS))
+    assert has_region_code(with_regions)
+    monkeypatch.setenv("VERIFORGE_CPU_REGIONS", "0")
+    assert strip_region_code(with_regions) == rewrite(scan(KERNELS))
+
+
+def test_which_compile_errors_are_the_passes_fault():
+    from veriforge.cuda.cpu.regions import region_induced, region_ranges
+
+    text = '#line 1 "kernel.cu"\n' + rewrite(scan(TREE))
+    spans = region_ranges(text)
+    assert spans == [("kernel.cu", 2, 12)]  # the kernel's lines
+    twin = ("kernel.cu: In lambda function:\nkernel.cu:7:5: error: 'y' was not declared in this scope\n"
+            "kernel.cu: In function 'void tree(const float*, float*, int)':\n"
+            "kernel.cu:7:5: error: 'y' was not declared in this scope\n")
+    assert not region_induced(twin, spans)  # the user's error, in both copies of the kernel
+    ours = "kernel.cu: In lambda function:\nkernel.cu:9:1: error: 'tidx' was not declared in this scope\n"
+    assert region_induced(ours, spans)
+    once = ("kernel.cu: In function 'void tree(const float*, float*, int)':\n"
+            "kernel.cu:8:1: error: 'tile' was not declared\n")
+    assert region_induced(once, spans)  # block-level code of the block function only
+    assert region_induced("kernel.cu:3:1: error: 'vf_s0' was not declared in this scope\n", spans)
+    assert region_induced("kernel.cu:1000003:1: error: expected ';'\n", spans)  # generated code
+    host = "kernel.cu: In function 'int main()':\nkernel.cu:30:1: error: expected ';'\n"
+    assert not region_induced(host, spans)  # outside every split kernel
+
+
+def test_a_block_function_that_does_not_compile_falls_back_to_fibers(compile_cu, monkeypatch):
+    from veriforge.cuda.cpu import regions
+
+    real = regions._Gen.generate
+
+    def broken(self, seq):
+        return real(self, seq).replace("::vf::region_end();", "vf_no_such_name(); ::vf::region_end();", 1)
+
+    monkeypatch.setattr(regions._Gen, "generate", broken)
+    src = TREE.replace("tree(", "tree_broken(")
+    mod = compile_cu(src)  # builds: the block function is dropped, the kernel runs on fibers
+    x = np.ones(512, np.float32)
+    part = np.zeros(2, np.float32)
+    mod.launch("tree_broken", 2, 256, [x, part, 512])
+    np.testing.assert_array_equal(part, [256, 256])

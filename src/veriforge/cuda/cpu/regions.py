@@ -44,7 +44,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KernelPlan", "RegionContext", "plan_kernels", "region_edits"]
+__all__ = ["KernelPlan", "RegionContext", "has_region_code", "plan_kernels", "region_edits", "region_induced",
+           "region_ranges", "strip_region_code"]
 
 # ---- names ------------------------------------------------------------------------------------
 
@@ -568,6 +569,67 @@ def region_edits(text: str, context: RegionContext | None = None) -> list[tuple[
     return out
 
 
+# A block function as region_edits inserts it: removing it gives back the rewrite without regions.
+_BLOCK_FUNCTION = re.compile(r"\n#line \d+\n::vf::RegionBlock vf_b;[^\n]*\n(?:#line \d+\n)?"
+                             r"if \(::vf::region_begin\(vf_b\)\) \{\n.*?"
+                             r"::vf::region_end\(\);\nreturn;\n\}\n#line \d+\n", re.S)
+
+
+def has_region_code(text: str) -> bool:
+    return "::vf::region_begin(vf_b)" in text
+
+
+def strip_region_code(text: str) -> str:
+    """``text`` without its block functions: every kernel on the fiber path / plain thread loop."""
+    return _BLOCK_FUNCTION.sub("", text)
+
+
+_CONTEXT = re.compile(r"^[^:\n]*: (?:In |At global scope)(.*)$")
+_ERROR = re.compile(r"^(.*?):(\d+):(?:\d+:)? error: (.*)$")
+_RANGE = re.compile(r"// vf-regions: lines (\d+)-(\d+)")
+_FIRST_LINE = re.compile(r'^#line 1 "((?:[^"\\]|\\.)*)"', re.M)
+
+
+def region_ranges(text: str) -> list[tuple[str, int, int]]:
+    """(file, first line, last line) of every kernel of ``text`` (a staged file, its ``#line 1``
+    names it) that got a block function."""
+    m = _FIRST_LINE.search(text)
+    name = m.group(1) if m else ""
+    return [(name, int(a), int(b)) for a, b in _RANGE.findall(text)]
+
+
+def region_induced(log: str, ranges: Iterable[tuple[str, int, int]]) -> bool:
+    """Whether a failed compile may be the block functions' fault (the build is then retried
+    without them). Every statement of a split kernel is compiled twice - in its block function and
+    in the fiber path below it - so a user's error there is reported twice: once in the block
+    function's lambdas or in the kernel itself, and once in the kernel. An error inside such a
+    kernel's lines that is reported only inside lambdas, or only once, is the pass's; so is one
+    naming the pass's own names."""
+    spans = list(ranges)
+    in_lambda = False
+    lam: dict[tuple[str, str, str], int] = {}
+    other: dict[tuple[str, str, str], int] = {}
+    for line in log.splitlines():
+        m = _CONTEXT.match(line)
+        if m:
+            in_lambda = "lambda" in m.group(1)
+            continue
+        e = _ERROR.match(line)
+        if not e:
+            continue
+        if re.search(r"\bvf_(?:[bTstmwai]\d*|rb\d+|first|c)\b|region_|RegionWarp|RegionBlock", e.group(3)):
+            return True
+        file, num = e.group(1), int(e.group(2))
+        if num >= GLUE_LINE:
+            return True
+        if not any((f == file or file.endswith("/" + f) or f.endswith("/" + file)) and a <= num <= b
+                   for f, a, b in spans):
+            continue
+        bucket = lam if in_lambda else other
+        bucket[e.groups()] = bucket.get(e.groups(), 0) + 1
+    return any(key not in other for key in lam) or any(n == 1 and key not in lam for key, n in other.items())
+
+
 # ---- analysis ---------------------------------------------------------------------------------
 
 def _analyse(k: _Kernel, plan: KernelPlan) -> None:
@@ -577,7 +639,14 @@ def _analyse(k: _Kernel, plan: KernelPlan) -> None:
     _collect_sync_sites(k)
     if not k.sync_sites:
         plan.needs_split = False
-        plan.reason = "no barrier or warp collective: runs as a plain thread loop"
+        why = _single_region_problem(k)
+        if why:
+            plan.reason = f"no barrier or warp collective; runs as the plain thread loop ({why})"
+            return
+        plan.code = _Gen(k).generate_single()
+        plan.insert_at = body.start_byte + 1
+        plan.split = True
+        plan.regions = 1
         return
     if body.has_error:
         bad = next((n for n in _walk(body) if n.type == "ERROR" or n.is_missing), None)
@@ -599,6 +668,27 @@ def _analyse(k: _Kernel, plan: KernelPlan) -> None:
     plan.slots = [v.name for v in k.vars if v.kind == "slot"]
     plan.uniform = [v.name for v in k.vars if v.kind == "uniform" and not v.is_param]
     plan.recomputed = [v.name for v in k.vars if v.kind == "remat"]
+
+
+_YIELDING = {"clock", "clock64", "__nanosleep", "__globaltimer", "__trap_yield"}
+
+
+def _single_region_problem(k: _Kernel) -> str:
+    """Why a kernel without barriers cannot run as one region loop (threadIdx a local of the loop,
+    so stores through the kernel's pointers cannot alias it), or ''."""
+    if k.body.has_error:
+        return "the body does not parse cleanly"
+    head = k.text(k.fn.start_byte, k.body.start_byte)
+    if re.search(r"\bvolatile\b", head):
+        return "a volatile parameter"
+    if re.search(rb"<\s*<\s*<", k.src[k.body.start_byte:k.body.end_byte]):
+        return "a launch inside the kernel"
+    for n in _walk(k.body):
+        if n.type in ("gnu_asm_expression", "asm_statement", "preproc_def", "preproc_function_def"):
+            return "inline assembly or a #define"
+        if n.type == "call_expression" and _callee_name(n)[0] in _YIELDING:
+            return "it reads the clock (a spin-wait may wait for another thread of the block)"
+    return ""
 
 
 def _collect_sync_sites(k: _Kernel) -> None:
@@ -1471,6 +1561,16 @@ def _stable_deps(k: _Kernel, v: Var, lift_sites: dict[int, list]) -> bool:
 
 # ---- code generation --------------------------------------------------------------------------
 
+# Generated code between the user's statements sits on this line of the user's file, which no user
+# file reaches: a compile error there is the pass's (region_induced).
+GLUE_LINE = 1000000
+_GLUE = f"#line {GLUE_LINE}\n"
+
+# The block's indices as locals of the block function (registers: no store through a user pointer
+# can alias them); device functions still read the runtime's thread_local copies.
+_SHADOWS = ("uint3 blockIdx = ::blockIdx; dim3 blockDim = ::blockDim, gridDim = ::gridDim;\n"
+            "(void)blockIdx; (void)blockDim; (void)gridDim;\n")
+
 @dataclass
 class _Ctx:
     guard: int | None                       # innermost mask (index); None: every thread
@@ -1514,7 +1614,24 @@ class _Gen:
         self._plan_storage(items)
         body = self._emit(items)
         line = _line(k.body)
-        return f"\n#line {line}\n" + self._prologue() + body + "::vf::region_end();\nreturn;\n}\n" + f"#line {line}\n"
+        return (f"\n#line {line}\n" + self._prologue() + body + _GLUE + "::vf::region_end();\nreturn;\n}\n"
+                + f"#line {line}\n")
+
+    def generate_single(self) -> str:
+        """A kernel without barriers as one region loop over the block's threads."""
+        k = self.k
+        line = _line(k.body)
+        u = _Unit([("stmt", k.body)], [], _Ctx(None, [], {}))
+        global_idx = "::threadIdx = threadIdx;\n" if self._has_calls(u) else ""
+        inner = self._render(k.body.start_byte + 1, k.body.end_byte - 1)
+        return (f"\n#line {line}\n::vf::RegionBlock vf_b;  {self._range()}\n{_GLUE}if (::vf::region_begin(vf_b)) {{\n"
+                f"{_SHADOWS}"
+                "::vf::region_loop(vf_b, [&](uint3 threadIdx, const unsigned vf_t) VF_FLATTEN {\n"
+                f"(void)threadIdx; (void)vf_t;\n{global_idx}#line {line}\n{{{inner}}}\n{_GLUE}}});\n"
+                f"::vf::region_end();\nreturn;\n}}\n#line {line}\n")
+
+    def _range(self) -> str:
+        return f"// vf-regions: lines {_line(self.k.fn)}-{int(self.k.body.end_point[0]) + 1}"
 
     def _mask(self) -> int:
         self.nmasks += 1
@@ -1932,22 +2049,22 @@ class _Gen:
             elif tag == "mif":
                 _, node, unit, then, other = it
                 mt = node.masks[0]
-                out.append(f"{{\nunsigned vf_n{mt} = 0, vf_x{mt} = 0;\n")
+                out.append(_GLUE + f"{{\nunsigned vf_n{mt} = 0, vf_x{mt} = 0;\n")
                 if node.has_block_barrier:
                     out.append(f"int vf_f{mt} = -1, vf_d{mt} = -1; bool vf_v{mt} = false;\n")
                 out.append(self._emit_unit(unit))
                 if node.has_block_barrier:
-                    out.append(f"if (vf_d{mt} >= 0) ::vf::region_divergence(vf_b, vf_f{mt}, vf_d{mt}, "
+                    out.append(_GLUE + f"if (vf_d{mt} >= 0) ::vf::region_divergence(vf_b, vf_f{mt}, vf_d{mt}, "
                                f"{_line(node.cond)});\n")
-                out.append(f"if (vf_n{mt}) {{\n" + self._emit(then) + "}\n")
+                out.append(_GLUE + f"if (vf_n{mt}) {{\n" + self._emit(then) + "}\n")
                 if other is not None:
-                    out.append(f"if (vf_x{mt}) {{\n" + self._emit(other) + "}\n")
+                    out.append(_GLUE + f"if (vf_x{mt}) {{\n" + self._emit(other) + "}\n")
                 out.append("}\n")
             elif tag == "loop":
                 _, lp, init, cond, upd, body, guard = it
                 alive = ""
                 if (lp.returns or lp.cond is None) and guard is not None:
-                    alive = f"if (!::vf::region_any(vf_m{guard}, vf_b.n)) break;\n"
+                    alive = _GLUE + f"if (!::vf::region_any(vf_m{guard}, vf_b.n)) break;\n"
                 line = _line(lp.cond) if lp.cond is not None else _line(lp.node)
                 out.append("{\n" + self._emit(init))
                 if lp.kind == "do":
@@ -1959,7 +2076,7 @@ class _Gen:
                 _, lp, init, cunit, body, guard = it
                 ma, mi = lp.masks
                 parent = f"vf_m{guard}" if guard is not None else "nullptr"
-                out.append("{\n" + self._emit(init) + f"::vf::region_mask_init(vf_m{ma}, {parent}, vf_b.n);\n")
+                out.append("{\n" + self._emit(init) + _GLUE + f"::vf::region_mask_init(vf_m{ma}, {parent}, vf_b.n);\n")
                 head = f"unsigned vf_n{ma} = 0;\n"
                 check = ""
                 if lp.has_block_barrier:
@@ -1967,33 +2084,33 @@ class _Gen:
                     line = _line(lp.cond) if lp.cond is not None else _line(lp.node)
                     check = f"if (vf_d{ma} >= 0) ::vf::region_divergence(vf_b, vf_f{ma}, vf_d{ma}, {line});\n"
                 copy = f"std::memcpy(vf_m{mi}, vf_m{ma}, vf_b.n);\n" if mi != ma else ""
-                cond = head + self._emit_unit(cunit) + check + f"if (!vf_n{ma}) break;\n"
+                cond = _GLUE + head + self._emit_unit(cunit) + _GLUE + check + f"if (!vf_n{ma}) break;\n"
                 if lp.kind == "do":
-                    out.append("for (const bool vf_first = false;;) {\n(void)vf_first;\n" + copy + self._emit(body)
-                               + cond + "}\n")
+                    out.append(_GLUE + "for (const bool vf_first = false;;) {\n(void)vf_first;\n" + copy
+                               + self._emit(body) + cond + "}\n")
                 else:
-                    out.append("for (bool vf_first = true;; vf_first = false) {\n(void)vf_first;\n" + cond + copy
-                               + self._emit(body) + "}\n")
+                    out.append(_GLUE + "for (bool vf_first = true;; vf_first = false) {\n(void)vf_first;\n" + cond
+                               + _GLUE + copy + self._emit(body) + "}\n")
                 out.append("}\n")
         return "".join(out)
 
     def _emit_unit(self, u: _Unit) -> str:
         k = self.k
-        lines = []
+        lines = [_GLUE]
         for c in u.tail:
             lines.append(f"vf_rb{k.site_of[c.id]}.begin();\n" if _collective_kind(k, c)[0] == "block"
                          else f"{self._site(c)}.begin();\n")
         narrow = self._narrowing(u)
         loop = f"::vf::region_range(vf_b, {narrow[0]}, {narrow[1]}, {narrow[2]}, " if narrow else \
             "::vf::region_loop(vf_b, "
-        lines.append(loop + "[&](const uint3 threadIdx, const unsigned vf_t) VF_FLATTEN {\n"
+        lines.append(loop + "[&](uint3 threadIdx, const unsigned vf_t) VF_FLATTEN {\n"
                      "(void)threadIdx; (void)vf_t;\n")
         if not u.code and u.ctx.guard is not None:
             lines.append(f"if (!vf_m{u.ctx.guard}[vf_t]) return;\n")
         if self._has_calls(u):
             lines.append("::threadIdx = threadIdx;\n")
         bind = [v for v in u.used if id(v) not in u.declared]
-        slots = sorted((v for v in bind if v.kind == "slot"), key=lambda v: v.order)
+        slots = sorted((v for v in bind if v.kind == "slot"), key=_decl_pos)
         for v in slots:
             if v.by_ref:
                 lines.append(f"vf_T{v.index}& {v.name} = vf_s{v.index}[vf_t];\n")
@@ -2007,7 +2124,7 @@ class _Gen:
         # copied-in variables this region changes, and those it declares: stored back at its end
         saves = [v for v in slots if not v.by_ref and self._changes(u, v)]
         saves += sorted((v for v in k.vars if id(v) in u.declared and v.kind == "slot" and not v.by_ref),
-                        key=lambda v: v.order)
+                        key=_decl_pos)
         self._unit, self._unit_saves = u, saves
         lines.append(u.code)
         for e in u.run:
@@ -2016,7 +2133,7 @@ class _Gen:
             lines.append(f"#line {_line(c)}\n{self._put(c)}\n")
             if c.id in k.site_of and _collective_kind(k, c)[0] != "block":
                 self.sites[k.site_of[c.id]]["next"] = self._next_sync(u.ctx)
-        lines.append("".join(self._save(v) for v in saves) + "\n")
+        lines.append(_GLUE + "".join(self._save(v) for v in saves) + "\n")
         self._unit, self._unit_saves = None, []
         lines.append("});\n")
         return "".join(lines)
@@ -2128,7 +2245,7 @@ class _Gen:
                     d = k.resolve(n)
                     if d is not None and d.kind == "remat" and id(d) not in out:
                         todo.append(d)
-        return sorted(out.values(), key=lambda v: v.order)
+        return sorted(out.values(), key=_decl_pos)
 
     def _has_calls(self, u: _Unit) -> bool:
         """Whether the region calls code that may read the global threadIdx (device functions,
@@ -2143,6 +2260,8 @@ class _Gen:
                     if obj is None and (name in _PURE_CALLS or name.startswith("atomic")):
                         continue
                     return True
+                if n.type == "identifier" and "(" in k.ctx.macros.get(_text(n), ""):
+                    return True  # a macro that calls something
         return False
 
     def _emit_stmt(self, e: tuple, ctx: _Ctx) -> str:
@@ -2169,9 +2288,7 @@ class _Gen:
         return "".join(out)
 
     def _prologue(self) -> str:
-        lines = ["::vf::RegionBlock vf_b;\n", "if (::vf::region_begin(vf_b)) {\n",
-                 "const uint3 blockIdx = ::blockIdx; const dim3 blockDim = ::blockDim, gridDim = ::gridDim;\n",
-                 "(void)blockIdx; (void)blockDim; (void)gridDim;\n"]
+        lines = [f"::vf::RegionBlock vf_b;  {self._range()}\n", _GLUE, "if (::vf::region_begin(vf_b)) {\n", _SHADOWS]
         for i, t in enumerate(self.slot_types):
             lines.append(f"using vf_T{i} = {t};\n")
         size = ["(size_t)64"]
@@ -2201,6 +2318,11 @@ class _Gen:
             lines.append(f"::vf::region_loop(vf_b, [&](const uint3, const unsigned vf_t) {{ "
                          f"::vf::region_store(vf_s{v.index}[vf_t], {v.name}); }});\n")
         return "".join(lines)
+
+
+def _decl_pos(v: Var) -> int:
+    """Declaration order (parameters first): recomputed variables depend on earlier ones."""
+    return -1 if v.is_param or v.ident is None else v.ident.start_byte
 
 
 def _conjuncts(node: Any | None) -> list[Any]:

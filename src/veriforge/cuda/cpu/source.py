@@ -4,7 +4,8 @@ g++ compiles the user's file almost unchanged; only three constructs are not C++
 textual rewrite: ``kernel<<<grid, block, shared, stream>>>(args)`` launches, ``extern __shared__``
 arrays (their size is a launch parameter), and nothing else. Every rewrite keeps the number of
 newlines of the text it replaces, so line numbers in compiler diagnostics, ASan reports and
-barrier faults are the user's own. Scans work on a *masked* copy of the source where comments
+barrier faults are the user's own; the block functions regions.py inserts into kernels add lines
+but restore the numbering with ``#line``. Scans work on a *masked* copy of the source where comments
 and string literals are blanked out, so a ``<<<`` in a comment or an ``asm`` in a string never
 triggers anything.
 """
@@ -796,7 +797,7 @@ def rewrite(scanned: ScannedSource, *, probe: bool = False, region_context: Any 
     text, masked = scanned.text, scanned.masked
     scopes = _Scopes(masked)
     edits: list[tuple[int, int, str]] = []
-    if not probe and "__global__" in masked and _REGION_HINT.search(masked) and regions_enabled():
+    if not probe and "__global__" in masked and regions_enabled():
         from .regions import region_edits
 
         edits += region_edits(text, region_context)
@@ -817,10 +818,6 @@ def rewrite(scanned: ScannedSource, *, probe: bool = False, region_context: Any 
         last = b
     out.append(text[last:])
     return "".join(out)
-
-
-_REGION_HINT = re.compile(r"__sync|__shfl|__ballot|__any|__all|__activemask|__reduce_|\.\s*sync\s*\(|\bsync\s*\(|"
-                          r"\.\s*shfl|\.\s*ballot|\.\s*any\s*\(|\.\s*all\s*\(")
 
 
 def regions_enabled() -> bool:

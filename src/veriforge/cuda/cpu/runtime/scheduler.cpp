@@ -1097,8 +1097,15 @@ void device_assert_failed(const char* expr, const char* file, unsigned line, con
     Worker* w = tl_worker;
     // The message a GPU prints for a failed device assert (then the kernel is aborted and the
     // host sees cudaErrorAssert, sticky). Written in one call so concurrent blocks do not interleave.
+    // In a block function (vf_regions.h) the assert sits in a region's lambda: name the kernel.
+    std::string name = function ? function : "?";
+    const std::string region = "::<lambda(uint3, unsigned int)>";
+    size_t at = name.find(region);
+    if (at != std::string::npos)
+        name = at + region.size() == name.size() ? "void " + name.substr(0, at) : name.erase(at, region.size());
     std::string text = fmt("%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.", file, line,
-                           function, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, expr);
+                           name.c_str(), blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z,
+                           expr);
     fprintf(stderr, "%s\n", text.c_str());
     fflush(stderr);
     raise_fault(w, "device-side assert triggered: " + text, 710);
