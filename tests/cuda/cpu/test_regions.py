@@ -366,6 +366,25 @@ __global__ void fiber_exit(int* x) {
     }
 }
 
+// Comparisons of the thread's index with uniform bounds, in their own types (signed/unsigned):
+// regions narrowed to the threads an if selects, or split in two at a bound.
+__global__ void ranges(int* out, int d, unsigned u) {
+    __shared__ int s[64];
+    unsigned t = threadIdx.x;
+    int it = threadIdx.x;
+    s[t] = 0;
+    __syncthreads();
+    if (t < d) s[t] += 1;  // d < 0 converts to a huge unsigned: true for every thread
+    __syncthreads();
+    if (it >= d && it < (int)u) s[t] += 10;
+    __syncthreads();
+    s[t] += it >= 5 ? 100 : 1000;
+    for (int j = 0; j < 3; ++j)
+        if (it < j) s[t] += 10000;  // j is the region's own counter, not a bound
+    __syncthreads();
+    out[t] = s[t];
+}
+
 // Barrier-free kernels: one region loop (threadIdx a local of the loop).
 __device__ int global_index() { return blockIdx.x * blockDim.x + threadIdx.x; }
 #define GID global_index()
@@ -549,6 +568,17 @@ def test_divergent_barrier_on_data_is_still_a_fault(mods):
         region_mod.launch("divergent_by_data", 1, 32, [flags, np.zeros(32, np.int32)])
     # the same condition true everywhere is fine
     region_mod.launch("divergent_by_data", 1, 32, [np.ones(32, np.int32), np.zeros(32, np.int32)])
+
+
+@pytest.mark.parametrize(("d", "u"), [(-1, 40), (3, 64), (70, 2)])
+def test_thread_ranges_in_the_comparisons_own_types(mods, d, u):
+    code = {p.name: p for p in plan_kernels(KERNELS)}["ranges"].code
+    assert "region_true_range" in code and "region_split" in code
+    out = _run(mods, "ranges", 1, 64, lambda: [np.zeros(64, np.int32), d, u])[0]
+    t = np.arange(64)
+    want = (np.ones(64, bool) if d < 0 else t < d) * 1 + ((t >= d) & (t < u)) * 10
+    want += np.where(t >= 5, 100, 1000) + 10000 * np.maximum(0, 2 - t)
+    np.testing.assert_array_equal(out, want)
 
 
 def test_barrier_free_kernels_as_one_region(mods):

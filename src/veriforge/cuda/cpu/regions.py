@@ -451,10 +451,18 @@ class _Kernel:
         self.groups: dict[str, tuple[str, str]] = {}
         self.lifted_stmts: dict[int, list[Any]] = {}
         self.idents: dict[str, list[Any]] = {}
+        self.local_names: set[str] = set()  # every name the kernel's body declares, at any depth
         for n in _walk(self.body) if self.body is not None else ():
             if n.type == "identifier":
                 self.idents.setdefault(_text(n), []).append(n)
-            elif n.type == "declaration":
+            if n.type in ("declaration", "parameter_declaration", "for_range_loop"):
+                for c in n.named_children:
+                    ident = _declarator_ident(c) if c.type in (
+                        "init_declarator", "identifier", "pointer_declarator", "array_declarator",
+                        "reference_declarator") else None
+                    if ident is not None:
+                        self.local_names.add(_text(ident))
+            if n.type == "declaration":
                 g = _group_of_decl(self, n)
                 if g is not None:
                     for c in n.named_children:
@@ -1603,6 +1611,7 @@ class _Gen:
         self.param_slots: list[Var] = []
         self._unit: _Unit | None = None
         self._unit_saves: list[Var] = []
+        self._values: dict[int, str] = {}
 
     def generate(self, seq: Seq) -> str:
         k = self.k
@@ -1879,7 +1888,9 @@ class _Gen:
         k = self.k
         edits = []
         for n in _walk_range(k.body, a, b):
-            if n.type == "call_expression" and n.id in k.collective_calls:
+            if n.id in self._values:
+                edits.append((n.start_byte, n.end_byte, f"({self._values[n.id]})"))
+            elif n.type == "call_expression" and n.id in k.collective_calls:
                 edits.append((n.start_byte, n.end_byte, self._result(n)))
             elif n.type == "call_expression" and not _args(n):
                 name, obj = _callee_name(n)
@@ -1897,7 +1908,7 @@ class _Gen:
                     raise Fallback("an extern __shared__ declaration the pass does not understand", n)
                 tmp = Var(_text(ident), ident, n, arr, None, 0, 0, shared="extern")
                 edits.append((n.start_byte, n.end_byte, self._shared_decl(n, [tmp]).split("\n", 1)[1].rstrip("\n")))
-        edits.sort()
+        edits.sort(key=lambda x: (x[0], -x[1]))  # an enclosing edit first: it replaces what it contains
         out = []
         pos = a
         for s, e, rep in edits:
@@ -2094,17 +2105,27 @@ class _Gen:
                 out.append("}\n")
         return "".join(out)
 
+    _LAMBDA = "[&](uint3 threadIdx, const unsigned vf_t) VF_FLATTEN {\n(void)threadIdx; (void)vf_t;\n"
+
     def _emit_unit(self, u: _Unit) -> str:
         k = self.k
-        lines = [_GLUE]
+        out = _GLUE + "{\n"
         for c in u.tail:
-            lines.append(f"vf_rb{k.site_of[c.id]}.begin();\n" if _collective_kind(k, c)[0] == "block"
-                         else f"{self._site(c)}.begin();\n")
+            out += (f"vf_rb{k.site_of[c.id]}.begin();\n" if _collective_kind(k, c)[0] == "block"
+                    else f"{self._site(c)}.begin();\n")
         narrow = self._narrowing(u)
-        loop = f"::vf::region_range(vf_b, {narrow[0]}, {narrow[1]}, {narrow[2]}, " if narrow else \
-            "::vf::region_loop(vf_b, "
-        lines.append(loop + "[&](uint3 threadIdx, const unsigned vf_t) VF_FLATTEN {\n"
-                     "(void)threadIdx; (void)vf_t;\n")
+        split = None if narrow else self._split(u)
+        if split:
+            lo = self._emit_body(u, split[1])
+            hi = self._emit_body(u, split[2])
+            return out + split[0] + self._LAMBDA + lo + "}, " + self._LAMBDA + hi + "});\n}\n"
+        return out + (narrow or "::vf::region_loop(vf_b, ") + self._LAMBDA + self._emit_body(u, {}) + "});\n}\n"
+
+    def _emit_body(self, u: _Unit, values: dict[int, str]) -> str:
+        """A region's loop body: guard, bindings, the statements, the collectives' operands, the
+        per-thread variables stored back. ``values``: comparisons replaced by constants."""
+        k = self.k
+        lines = []
         if not u.code and u.ctx.guard is not None:
             lines.append(f"if (!vf_m{u.ctx.guard}[vf_t]) return;\n")
         if self._has_calls(u):
@@ -2125,7 +2146,7 @@ class _Gen:
         saves = [v for v in slots if not v.by_ref and self._changes(u, v)]
         saves += sorted((v for v in k.vars if id(v) in u.declared and v.kind == "slot" and not v.by_ref),
                         key=_decl_pos)
-        self._unit, self._unit_saves = u, saves
+        self._unit, self._unit_saves, self._values = u, saves, values
         lines.append(u.code)
         for e in u.run:
             lines.append(self._emit_stmt(e, u.ctx))
@@ -2134,8 +2155,7 @@ class _Gen:
             if c.id in k.site_of and _collective_kind(k, c)[0] != "block":
                 self.sites[k.site_of[c.id]]["next"] = self._next_sync(u.ctx)
         lines.append(_GLUE + "".join(self._save(v) for v in saves) + "\n")
-        self._unit, self._unit_saves = None, []
-        lines.append("});\n")
+        self._unit, self._unit_saves, self._values = None, [], {}
         return "".join(lines)
 
     def _next_sync(self, ctx: _Ctx) -> str:
@@ -2162,9 +2182,48 @@ class _Gen:
                     return True
         return False
 
-    def _narrowing(self, u: _Unit) -> tuple[str, str, str] | None:
-        """A region that is one ``if (tid < s) ...`` (tid = threadIdx.x, s uniform) only needs the
-        threads whose threadIdx.x can satisfy it: (lo, hi, linear) bounds for region_range."""
+    # ---- thread ranges: `if (tid < s)` regions and `tid >= d ? a : b` -----------------------
+    def _comparisons(self, u: _Unit) -> list[tuple[Any, str, str, str, str]]:
+        """Comparisons ``X op U`` in a region's statements, X the thread's x index (or linear rank
+        in a one-dimensional block), U uniform: (node, op with X on the left, X's type, U's text,
+        'x' or 'linear')."""
+        k = self.k
+        out = []
+        for e in u.run:
+            for n in _walk(e[1]):
+                if n.type != "binary_expression" or _in_lambda(k, n):
+                    continue
+                r = self._comparison(n)
+                if r is not None:
+                    out.append((n, *r))
+        return out
+
+    def _comparison(self, c: Any) -> tuple[str, str, str, str] | None:
+        k = self.k
+        op = _text(c.child_by_field_name("operator"))
+        flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+        if op not in flip:
+            return None
+        a, b = c.child_by_field_name("left"), c.child_by_field_name("right")
+        side = self._thread_x(a)
+        if side is None:
+            a, b, op, side = b, a, flip[op], self._thread_x(b)
+        if side is None or _expr_class(k, b) != 0 or any(n.type == "call_expression" for n in _walk(b)):
+            return None
+        for n in _walk(b):  # a variable of the region itself (a loop counter) is not uniform
+            if n.type == "identifier" and _text(n) in k.local_names:
+                v = k.resolve(n)
+                if v is None or v.kind != "uniform":
+                    return None
+        return op, side[0], self._render(b.start_byte, b.end_byte), side[1]
+
+    def _predicate(self, op: str, typ: str, bound: str) -> str:
+        """The comparison for a thread index ``vf_x`` in its own types, as a lambda."""
+        return f"[&](unsigned vf_x) -> bool {{ return ({typ})(vf_x) {op} ({bound}); }}"
+
+    def _narrowing(self, u: _Unit) -> str | None:
+        """A region that is one ``if (tid < s) ...`` (also >, <=, >=, && of them) only visits the
+        threads that satisfy the comparisons: the code that computes [vf_lo, vf_hi)."""
         if u.code or u.tail or len(u.run) != 1 or u.run[0][0] != "stmt":
             return None
         node = u.run[0][1]
@@ -2172,63 +2231,62 @@ class _Gen:
             return None
         cond = node.child_by_field_name("condition")
         cond = cond.named_children[-1] if cond is not None and cond.named_children else None
-        los, his, linear = [], [], False
-        for c in _conjuncts(cond):
-            r = self._range_of(c)
-            if r is None:
-                continue
-            lo, hi, lin = r
-            linear = linear or lin
-            if lo is not None:
-                los.append(lo)
-            if hi is not None:
-                his.append(hi)
-        if not los and not his:
+        parts = [r for c in _conjuncts(cond) if c.type == "binary_expression" and (r := self._comparison(c))]
+        if not parts:
             return None
-        lo = los[0] if len(los) == 1 else "::std::max<long long>({" + ", ".join(los) + "})" if los else "0LL"
-        hi = his[0] if len(his) == 1 else "::std::min<long long>({" + ", ".join(his) + "})" if his else \
-            "(long long)vf_b.n"
-        return lo, hi, "true" if linear else "false"
+        linear = any(p[3] == "linear" for p in parts)
+        code = "long long vf_lo = 0, vf_hi = vf_b.bx;\n"
+        for op, typ, bound, _ in parts:
+            code += f"::vf::region_true_range(vf_b.bx, {self._predicate(op, typ, bound)}, vf_lo, vf_hi);\n"
+        return code + f"::vf::region_range(vf_b, vf_lo, vf_hi, {'true' if linear else 'false'}, "
 
-    def _range_of(self, c: Any) -> tuple[str | None, str | None, bool] | None:
-        k = self.k
-        if c.type != "binary_expression":
+    def _split(self, u: _Unit) -> tuple[str, dict[int, str], dict[int, str]] | None:
+        """A region whose statements compare the thread's index with one uniform bound
+        (``t >= d ? s[t] + s[t - d] : s[t]``) runs as two loops, below and above the bound, each
+        with the comparisons replaced by their value there (branch-free, vectorisable)."""
+        if u.code:
             return None
-        op = _text(c.child_by_field_name("operator"))
-        flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
-        if op not in flip:
+        comps = self._comparisons(u)
+        if not comps:
             return None
-        a, b = c.child_by_field_name("left"), c.child_by_field_name("right")
-        side = self._thread_x(a)
-        if side is None:
-            a, b, op, side = b, a, flip[op], self._thread_x(b)
-        if side is None or _expr_class(k, b) != 0 or any(
-                n.type == "call_expression" for n in _walk(b)):
+        keys = {(typ, bound, op in ("<", ">="), side) for _, op, typ, bound, side in comps}
+        if len(keys) != 1:
             return None
-        u = f"(long long)({self._render(b.start_byte, b.end_byte)})"
-        return {"<": (None, u, side), "<=": (None, f"{u} + 1", side), ">": (f"{u} + 1", None, side),
-                ">=": (u, None, side), "==": (u, f"{u} + 1", side)}[op]
+        typ, bound, _, side = keys.pop()
+        first = next(op for _, op, _, _, _ in comps)
+        lo_vals = {n.id: ("true" if op in ("<", "<=") else "false") for n, op, _, _, _ in comps}
+        hi_vals = {n.id: ("false" if op in ("<", "<=") else "true") for n, op, _, _, _ in comps}
+        code = (f"const long long vf_at = ::vf::region_breakpoint(vf_b.bx, {self._predicate(first, typ, bound)}, "
+                f"{'true' if first in ('<', '<=') else 'false'});\n")
+        return code + f"::vf::region_split(vf_b, vf_at, {'true' if side == 'linear' else 'false'}, ", lo_vals, \
+            hi_vals
 
-    def _thread_x(self, node: Any) -> bool | None:
-        """False for an expression that is threadIdx.x, True for the thread's linear rank
-        (thread_rank()), None otherwise (also through recomputed variables and casts)."""
+    def _thread_x(self, node: Any) -> tuple[str, str] | None:
+        """(type, 'x' | 'linear') of an expression that is the thread's threadIdx.x (or its linear
+        rank, thread_rank()) - directly, cast, or through a recomputed variable - else None."""
         k = self.k
-        while node is not None and node.type in ("parenthesized_expression", "cast_expression"):
-            node = node.child_by_field_name("value") if node.type == "cast_expression" else \
-                (node.named_children[0] if node.named_children else None)
+        while node is not None and node.type == "parenthesized_expression":
+            node = node.named_children[0] if node.named_children else None
         if node is None:
             return None
+        if node.type == "cast_expression":
+            inner = self._thread_x(node.child_by_field_name("value"))
+            t = node.child_by_field_name("type")
+            return (_text(t), inner[1]) if inner is not None and t is not None else None
         if node.type == "field_expression" and _text(node).replace(" ", "") == "threadIdx.x":
-            return False
+            return ("unsigned", "x")
         if node.type == "call_expression":
             name, obj = _callee_name(node)
             if name == "thread_rank" and obj is not None and (k.group_info(obj) or ("", ""))[0] == "block":
-                return True
+                return ("unsigned long long", "linear")
             return None
         if node.type == "identifier":
             v = k.resolve(node)
-            if v is not None and v.kind == "remat" and v.init is not None:
-                return self._thread_x(v.init)
+            if v is not None and v.kind == "remat" and v.init is not None and not v.array:
+                inner = self._thread_x(v.init)
+                if inner is not None:
+                    t = re.sub(r"\bconst\b", " ", _abstract_type(k, v.decl, v.declarator, v.ident))
+                    return (" ".join(t.split()), inner[1])
         return None
 
     def _remat_closure(self, vs: list[Var]) -> list[Var]:

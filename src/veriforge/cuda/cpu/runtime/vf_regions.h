@@ -42,17 +42,31 @@ inline void region_end() {
 }
 
 // One region: `body(threadIdx, t)` for every thread t of the block, in index order (x fastest), or
-// in reverse order for the race probe (Module.race_check, vf::set_reverse_order).
+// in reverse order for the race probe (Module.race_check, vf::set_reverse_order). Between two
+// barriers the threads of a block are independent - a thread reading what another writes in the
+// same region is a data race, undefined in CUDA - so the loops carry `ivdep`: g++ may vectorise
+// them without proving that the kernel's pointers do not alias.
+// At most 1024 threads per block, and `int` loop counters: g++ then sees `int t = threadIdx.x` as
+// the counter itself, and accesses indexed by it can be vectorised (an unsigned counter converted
+// to int may wrap, which stops the vectoriser).
+#define VF_REGION_LIMITS(b)                                               \
+    do {                                                                  \
+        if ((b).n > 1024u || (b).bx > 1024u) __builtin_unreachable();     \
+    } while (0)
+
 template <class Body> inline void region_loop(const RegionBlock& b, Body&& body) {
+    VF_REGION_LIMITS(b);
     const unsigned n = b.n;
     if (__builtin_expect(!b.reverse, 1)) {
         if (b.one_dim) {
-            for (unsigned t = 0; t < n; ++t) body(uint3{t, 0, 0}, t);
+#pragma GCC ivdep
+            for (int t = 0; t < (int)n; ++t) body(uint3{(unsigned)t, 0, 0}, (unsigned)t);
         } else {
-            unsigned t = 0;
+            unsigned row = 0;
             for (unsigned z = 0; z < b.bz; ++z)
-                for (unsigned y = 0; y < b.by; ++y)
-                    for (unsigned x = 0; x < b.bx; ++x, ++t) body(uint3{x, y, z}, t);
+                for (unsigned y = 0; y < b.by; ++y, row += b.bx)
+#pragma GCC ivdep
+                    for (int x = 0; x < (int)b.bx; ++x) body(uint3{(unsigned)x, y, z}, row + (unsigned)x);
         }
     } else {
         for (unsigned q = 0; q < n; ++q) {
@@ -62,34 +76,100 @@ template <class Body> inline void region_loop(const RegionBlock& b, Body&& body)
     }
 }
 
-// A region that is one `if (threadIdx.x < s) ...` (or >, <=, >=, ==, and && of them, s the same for
-// every thread) only runs the threads whose threadIdx.x lies in [lo, hi) - a superset of those
-// the condition selects, which the body still tests. `linear`: the bounds are on the thread's
-// linear rank (thread_rank()), only narrowed for one-dimensional blocks.
+// Thread ranges. A comparison of the thread's index with a value that is the same for every
+// thread (`tid < s`, `(int)threadIdx.x >= d`, in the comparison's own types) is monotonic in the
+// index: true then false, or false then true. region_breakpoint: how many of the indices
+// [0, limit) come before the change (the number where `less` - a <-type comparison - is true, or
+// where a >-type one is false). region_true_range: narrows [lo, hi) to where `pred` holds.
+template <class P> inline unsigned region_flip(unsigned limit, P&& pred, bool first) {
+    unsigned lo = 0, hi = limit;  // pred(lo) == first; the first index that differs is in (lo, hi]
+    while (hi - lo > 1) {
+        unsigned mid = lo + (hi - lo) / 2;
+        if (pred(mid) == first) lo = mid;
+        else hi = mid;
+    }
+    return hi;
+}
+template <class P> inline long long region_breakpoint(unsigned limit, P&& pred, bool less) {
+    if (limit == 0) return 0;
+    bool first = pred(0u);
+    if (first != less) return less ? 0 : limit;  // the comparison never changes over [0, limit)
+    return region_flip(limit, pred, first);
+}
+template <class P> inline void region_true_range(unsigned limit, P&& pred, long long& lo, long long& hi) {
+    if (limit == 0) return;
+    bool first = pred(0u);
+    unsigned at = region_flip(limit, pred, first);
+    if (first) {
+        if (at < hi) hi = at;
+    } else if (at > lo) {
+        lo = at;
+    }
+}
+
+// A region that is one `if (threadIdx.x < s) ...` (or >, <=, >=, and && of them) only runs the
+// threads whose threadIdx.x lies in [lo, hi) - those the condition selects, which the body still
+// tests. `linear`: the bounds are on the thread's linear rank (thread_rank()), only narrowed for
+// one-dimensional blocks.
 template <class Body>
 inline void region_range(const RegionBlock& b, long long lo, long long hi, bool linear, Body&& body) {
     if (linear && !b.one_dim) {
         region_loop(b, body);
         return;
     }
+    VF_REGION_LIMITS(b);
     const long long width = b.bx;
     const unsigned x0 = (unsigned)(lo < 0 ? 0 : lo > width ? width : lo);
     const unsigned x1 = (unsigned)(hi < 0 ? 0 : hi > width ? width : hi);
     if (x0 >= x1) return;
     if (__builtin_expect(!b.reverse, 1)) {
         if (b.one_dim) {
-            for (unsigned t = x0; t < x1; ++t) body(uint3{t, 0, 0}, t);
+#pragma GCC ivdep
+            for (int t = (int)x0; t < (int)x1; ++t) body(uint3{(unsigned)t, 0, 0}, (unsigned)t);
         } else {
             unsigned row = 0;
             for (unsigned z = 0; z < b.bz; ++z)
                 for (unsigned y = 0; y < b.by; ++y, row += b.bx)
-                    for (unsigned x = x0; x < x1; ++x) body(uint3{x, y, z}, row + x);
+#pragma GCC ivdep
+                    for (int x = (int)x0; x < (int)x1; ++x) body(uint3{(unsigned)x, y, z}, row + (unsigned)x);
         }
     } else {
         for (unsigned r = b.by * b.bz; r-- > 0;) {
             unsigned y = r % b.by, z = r / b.by;
             for (unsigned x = x1; x-- > x0;) body(uint3{x, y, z}, r * b.bx + x);
         }
+    }
+}
+
+// A region whose comparisons of the thread's index all change at index `at`: `below` (compiled with
+// their values for the indices before `at`) runs those threads, `above` the others - two
+// branch-free loops instead of one with a test per thread.
+template <class Below, class Above>
+inline void region_split(const RegionBlock& b, long long at, bool linear, Below&& below, Above&& above) {
+    if ((linear && !b.one_dim) || b.reverse) {  // the race probe's reverse order: thread by thread
+        region_loop(b, [&](uint3 idx, unsigned t) {
+            if ((long long)(linear ? t : idx.x) < at) below(idx, t);
+            else above(idx, t);
+        });
+        return;
+    }
+    VF_REGION_LIMITS(b);
+    const long long width = b.bx;
+    const unsigned m = (unsigned)(at < 0 ? 0 : at > width ? width : at);
+    if (b.one_dim) {
+#pragma GCC ivdep
+        for (int t = 0; t < (int)m; ++t) below(uint3{(unsigned)t, 0, 0}, (unsigned)t);
+#pragma GCC ivdep
+        for (int t = (int)m; t < (int)b.n; ++t) above(uint3{(unsigned)t, 0, 0}, (unsigned)t);
+    } else {
+        unsigned row = 0;
+        for (unsigned z = 0; z < b.bz; ++z)
+            for (unsigned y = 0; y < b.by; ++y, row += b.bx) {
+#pragma GCC ivdep
+                for (int x = 0; x < (int)m; ++x) below(uint3{(unsigned)x, y, z}, row + (unsigned)x);
+#pragma GCC ivdep
+                for (int x = (int)m; x < (int)b.bx; ++x) above(uint3{(unsigned)x, y, z}, row + (unsigned)x);
+            }
     }
 }
 
@@ -202,11 +282,16 @@ struct RegionWarp {
     [[noreturn]] void bad_mask(unsigned t, unsigned m) const;
     template <class T> void put(unsigned t, unsigned m, const T& v, int a = 0, int w = 32) {
         static_assert(sizeof(T) <= 8 * kPieces, "warp collectives of the CPU runtime move at most 32 bytes");
-        uint64_t b[kPieces] = {0, 0, 0, 0};
-        std::memcpy(b, static_cast<const void*>(std::addressof(v)), sizeof(T));
-        val[t] = b[0];
-        if constexpr (sizeof(T) > 8)
+        if constexpr (sizeof(T) <= 8) {
+            uint64_t b = 0;
+            std::memcpy(&b, static_cast<const void*>(std::addressof(v)), sizeof(T));
+            val[t] = b;
+        } else {
+            uint64_t b[kPieces] = {0, 0, 0, 0};
+            std::memcpy(b, static_cast<const void*>(std::addressof(v)), sizeof(T));
+            val[t] = b[0];
             for (unsigned k = 1; k < (sizeof(T) + 7) / 8; ++k) wide[(size_t)t * (kPieces - 1) + k - 1] = b[k];
+        }
         arg[t] = a;
         width[t] = w;
         arrive(t, m);
@@ -226,11 +311,14 @@ struct RegionWarp {
     }
 
     template <class T> T value(unsigned t) const {
-        uint64_t b[kPieces] = {val[t], 0, 0, 0};
-        if constexpr (sizeof(T) > 8)
-            for (unsigned k = 1; k < (sizeof(T) + 7) / 8; ++k) b[k] = wide[(size_t)t * (kPieces - 1) + k - 1];
         alignas(T) unsigned char buf[sizeof(T)];
-        std::memcpy(buf, b, sizeof(T));
+        if constexpr (sizeof(T) <= 8) {
+            std::memcpy(buf, &val[t], sizeof(T));
+        } else {
+            uint64_t b[kPieces] = {val[t], 0, 0, 0};
+            for (unsigned k = 1; k < (sizeof(T) + 7) / 8; ++k) b[k] = wide[(size_t)t * (kPieces - 1) + k - 1];
+            std::memcpy(buf, b, sizeof(T));
+        }
         return *std::launder(reinterpret_cast<T*>(buf));
     }
 
