@@ -396,6 +396,14 @@ __global__ void via_device_function(int* out, int n) {
     if (i >= n) return;
     out[i] = i * 3 + (int)threadIdx.x;
 }
+__global__ void offset_params(const int* src, int* dst, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    src += i;  // every thread moves its own copy of the parameters
+    dst += i;
+    n -= i;
+    *dst = *src * 10 + (n > 0);
+}
 __global__ void asserting(const int* x) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     assert(x[i] >= 0);
@@ -583,7 +591,8 @@ def test_thread_ranges_in_the_comparisons_own_types(mods, d, u):
 
 def test_barrier_free_kernels_as_one_region(mods):
     plans = {p.name: p for p in plan_kernels(KERNELS)}
-    assert all(plans[k].split and plans[k].regions == 1 for k in ("saxpy_gs", "via_device_function", "asserting"))
+    assert all(plans[k].split and plans[k].regions == 1
+               for k in ("saxpy_gs", "via_device_function", "asserting", "offset_params"))
     x = np.arange(1000, dtype=np.float32)
     y = _run(mods, "saxpy_gs", 3, 64, lambda: [1000, 2.0, x, np.ones(1000, np.float32)])[3]
     np.testing.assert_array_equal(y, 2 * x + 1)
@@ -591,6 +600,9 @@ def test_barrier_free_kernels_as_one_region(mods):
     i = np.arange(100)
     np.testing.assert_array_equal(out[:100], i * 3 + i % 32)  # the device function saw each thread's index
     assert np.all(out[100:] == -1)
+    x = np.arange(50, dtype=np.int32)
+    out = _run(mods, "offset_params", 2, 32, lambda: [x, np.full(64, -1, np.int32), 50])[1]
+    np.testing.assert_array_equal(out[:50], x * 10 + 1)
     region_mod, _ = mods
     bad = np.zeros(64, np.int32)
     bad[37] = -1

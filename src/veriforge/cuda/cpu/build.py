@@ -59,9 +59,10 @@ _OBJECTS = ("scheduler", "host_api", "worker_main")
 # optimised away as undefined behaviour once the launch's constant nullptr is inlined into the block loop.
 _BASE_FLAGS = ["-std=c++20", "-pthread", "-fno-strict-aliasing", "-fno-delete-null-pointer-checks",
                "-fdiagnostics-plain-output", "-fno-diagnostics-show-caret"]
-# -fvect-cost-model=cheap: g++ 12's -O2 only vectorises loops whose trip count needs no epilogue; the
-# region loops (regions.py: one iteration per thread of a block, `#pragma GCC ivdep`) rarely qualify.
-_FAST_FLAGS = ["-O2", "-g1", "-fvect-cost-model=cheap"]
+_FAST_FLAGS = ["-O2", "-g1"]
+# g++ only: its -O2 vectorises only loops whose trip count needs no epilogue; the region loops
+# (regions.py: one iteration per thread of a block, `#pragma GCC ivdep`) rarely qualify.
+_GCC_FAST_FLAGS = ["-fvect-cost-model=cheap"]
 _ASAN_FLAGS = ["-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer"]
 SHIM_FILE = "<veriforge-launch-shims>"
 MANIFEST = "MANIFEST"
@@ -142,7 +143,8 @@ class BuiltRuntime:
 
     @property
     def flags(self) -> list[str]:
-        flags = [*_BASE_FLAGS, *(_ASAN_FLAGS if self.sanitize else _FAST_FLAGS), f"-I{self.root}",
+        fast = [*_FAST_FLAGS, *(_GCC_FAST_FLAGS if "clang" not in self.compiler.version.lower() else [])]
+        flags = [*_BASE_FLAGS, *(_ASAN_FLAGS if self.sanitize else fast), f"-I{self.root}",
                  f"-I{self.root / 'include'}"]
         if self.cuda_include is not None:
             flags += ["-DVF_HAVE_CUDA_HEADERS", "-isystem", str(self.cuda_include)]
@@ -171,7 +173,7 @@ def runtime(sanitize: bool = False) -> BuiltRuntime:
     h.update(compiler.version.encode())
     h.update(compiler.path.encode())
     h.update(str(cuda_include).encode())
-    h.update(repr((_BASE_FLAGS, _FAST_FLAGS, _ASAN_FLAGS, sanitize)).encode())
+    h.update(repr((_BASE_FLAGS, _FAST_FLAGS, _GCC_FAST_FLAGS, _ASAN_FLAGS, sanitize)).encode())
     key = h.hexdigest()[:20]
     name = key + ("-asan" if sanitize else "")
     shared = os.environ.get(SHARED_ENV)

@@ -651,6 +651,8 @@ def _analyse(k: _Kernel, plan: KernelPlan) -> None:
         if why:
             plan.reason = f"no barrier or warp collective; runs as the plain thread loop ({why})"
             return
+        _collect_params(k)
+        _mutations(k)
         plan.code = _Gen(k).generate_single()
         plan.insert_at = body.start_byte + 1
         plan.split = True
@@ -1633,10 +1635,14 @@ class _Gen:
         u = _Unit([("stmt", k.body)], [], _Ctx(None, [], {}))
         global_idx = "::threadIdx = threadIdx;\n" if self._has_calls(u) else ""
         inner = self._render(k.body.start_byte + 1, k.body.end_byte - 1)
+        # a parameter the kernel changes (`p += offset`) is each thread's own copy, as in CUDA
+        changed = [v.name for v in k.vars if v.is_param and v.mutated]
+        outer = "".join(f"auto& vf_p_{n} = {n};\n" for n in changed)
+        copies = "".join(f"auto {n} = vf_p_{n};\n" for n in changed)
         return (f"\n#line {line}\n::vf::RegionBlock vf_b;  {self._range()}\n{_GLUE}if (::vf::region_begin(vf_b)) {{\n"
-                f"{_SHADOWS}"
+                f"{_SHADOWS}{outer}"
                 "::vf::region_loop(vf_b, [&](uint3 threadIdx, const unsigned vf_t) VF_FLATTEN {\n"
-                f"(void)threadIdx; (void)vf_t;\n{global_idx}#line {line}\n{{{inner}}}\n{_GLUE}}});\n"
+                f"(void)threadIdx; (void)vf_t;\n{global_idx}{copies}#line {line}\n{{{inner}}}\n{_GLUE}}});\n"
                 f"::vf::region_end();\nreturn;\n}}\n#line {line}\n")
 
     def _range(self) -> str:

@@ -11,6 +11,13 @@
 // Kernels the pass cannot split keep the fiber path (vf_core.h thread_loop + scheduler.cpp).
 #pragma once
 
+// The loop that follows has no dependence between iterations (threads between two barriers).
+#if defined(__clang__)
+#define VF_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#else
+#define VF_IVDEP _Pragma("GCC ivdep")
+#endif
+
 namespace vf {
 
 struct RegionBlock {
@@ -59,13 +66,13 @@ template <class Body> inline void region_loop(const RegionBlock& b, Body&& body)
     const unsigned n = b.n;
     if (__builtin_expect(!b.reverse, 1)) {
         if (b.one_dim) {
-#pragma GCC ivdep
+VF_IVDEP
             for (int t = 0; t < (int)n; ++t) body(uint3{(unsigned)t, 0, 0}, (unsigned)t);
         } else {
             unsigned row = 0;
             for (unsigned z = 0; z < b.bz; ++z)
                 for (unsigned y = 0; y < b.by; ++y, row += b.bx)
-#pragma GCC ivdep
+VF_IVDEP
                     for (int x = 0; x < (int)b.bx; ++x) body(uint3{(unsigned)x, y, z}, row + (unsigned)x);
         }
     } else {
@@ -124,13 +131,13 @@ inline void region_range(const RegionBlock& b, long long lo, long long hi, bool 
     if (x0 >= x1) return;
     if (__builtin_expect(!b.reverse, 1)) {
         if (b.one_dim) {
-#pragma GCC ivdep
+VF_IVDEP
             for (int t = (int)x0; t < (int)x1; ++t) body(uint3{(unsigned)t, 0, 0}, (unsigned)t);
         } else {
             unsigned row = 0;
             for (unsigned z = 0; z < b.bz; ++z)
                 for (unsigned y = 0; y < b.by; ++y, row += b.bx)
-#pragma GCC ivdep
+VF_IVDEP
                     for (int x = (int)x0; x < (int)x1; ++x) body(uint3{(unsigned)x, y, z}, row + (unsigned)x);
         }
     } else {
@@ -157,17 +164,17 @@ inline void region_split(const RegionBlock& b, long long at, bool linear, Below&
     const long long width = b.bx;
     const unsigned m = (unsigned)(at < 0 ? 0 : at > width ? width : at);
     if (b.one_dim) {
-#pragma GCC ivdep
+VF_IVDEP
         for (int t = 0; t < (int)m; ++t) below(uint3{(unsigned)t, 0, 0}, (unsigned)t);
-#pragma GCC ivdep
+VF_IVDEP
         for (int t = (int)m; t < (int)b.n; ++t) above(uint3{(unsigned)t, 0, 0}, (unsigned)t);
     } else {
         unsigned row = 0;
         for (unsigned z = 0; z < b.bz; ++z)
             for (unsigned y = 0; y < b.by; ++y, row += b.bx) {
-#pragma GCC ivdep
+VF_IVDEP
                 for (int x = 0; x < (int)m; ++x) below(uint3{(unsigned)x, y, z}, row + (unsigned)x);
-#pragma GCC ivdep
+VF_IVDEP
                 for (int x = (int)m; x < (int)b.bx; ++x) above(uint3{(unsigned)x, y, z}, row + (unsigned)x);
             }
     }
