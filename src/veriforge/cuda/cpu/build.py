@@ -43,6 +43,7 @@ from veriforge.errors import ToolchainNotFoundError, UnsupportedFeatureError
 
 from .arch import apply_arch
 from .errors import CompileError, Diagnostic
+from .regions import has_region_code, region_induced, region_ranges, strip_region_code
 
 __all__ = [
     "BuiltRuntime",
@@ -55,9 +56,14 @@ __all__ = [
 
 RUNTIME_SRC = Path(__file__).parent / "runtime"
 _OBJECTS = ("scheduler", "host_api", "graphs", "device_launch", "textures", "cooperative", "worker_main")
-_BASE_FLAGS = ["-std=c++20", "-pthread", "-fno-strict-aliasing", "-fdiagnostics-plain-output",
-               "-fno-diagnostics-show-caret"]
+# -fno-delete-null-pointer-checks: a kernel's store through a null pointer must fault (as on a GPU), not be
+# optimised away as undefined behaviour once the launch's constant nullptr is inlined into the block loop.
+_BASE_FLAGS = ["-std=c++20", "-pthread", "-fno-strict-aliasing", "-fno-delete-null-pointer-checks",
+               "-fdiagnostics-plain-output", "-fno-diagnostics-show-caret"]
 _FAST_FLAGS = ["-O2", "-g1"]
+# g++ only: its -O2 vectorises only loops whose trip count needs no epilogue; the region loops
+# (regions.py: one iteration per thread of a block, `#pragma GCC ivdep`) rarely qualify.
+_GCC_FAST_FLAGS = ["-fvect-cost-model=cheap"]
 _ASAN_FLAGS = ["-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer"]
 SHIM_FILE = "<veriforge-launch-shims>"
 MANIFEST = "MANIFEST"
@@ -138,7 +144,8 @@ class BuiltRuntime:
 
     @property
     def flags(self) -> list[str]:
-        flags = [*_BASE_FLAGS, *(_ASAN_FLAGS if self.sanitize else _FAST_FLAGS), f"-I{self.root}",
+        fast = [*_FAST_FLAGS, *(_GCC_FAST_FLAGS if "clang" not in self.compiler.version.lower() else [])]
+        flags = [*_BASE_FLAGS, *(_ASAN_FLAGS if self.sanitize else fast), f"-I{self.root}",
                  f"-I{self.root / 'include'}"]
         if self.cuda_include is not None:
             flags += ["-DVF_HAVE_CUDA_HEADERS", "-isystem", str(self.cuda_include)]
@@ -168,7 +175,7 @@ def runtime(sanitize: bool = False) -> BuiltRuntime:
     h.update(compiler.version.encode())
     h.update(compiler.path.encode())
     h.update(str(cuda_include).encode())
-    h.update(repr((_BASE_FLAGS, _FAST_FLAGS, _ASAN_FLAGS, sanitize)).encode())
+    h.update(repr((_BASE_FLAGS, _FAST_FLAGS, _GCC_FAST_FLAGS, _ASAN_FLAGS, sanitize)).encode())
     key = h.hexdigest()[:20]
     name = key + ("-asan" if sanitize else "")
     shared = os.environ.get(SHARED_ENV)
@@ -456,8 +463,9 @@ def _raise_for_build_failure(rt: BuiltRuntime, log: str, user_file: str, source:
             + "; ".join(_named_use(u, sources or {user_file: source}) for u in cuda_missing[:8])
         )
     diags = [d for d in parse_diagnostics(log, user_file, list(sources or ())) if d.severity == "error"]
-    if sources:  # a header's error repeats in every translation unit that includes it
-        diags = list(dict.fromkeys(diags))
+    # a header's error repeats in every translation unit that includes it, and an error in a kernel
+    # in its block function (regions.py) and in its fiber path: once each
+    diags = list(dict.fromkeys(diags))
     for d in diags:
         if "not supported on the CPU" in d.message or "needs CUDA's headers" in d.message:
             raise UnsupportedFeatureError(f"{d.message.strip(chr(34))} ({d.file}:{d.line})")
@@ -500,6 +508,9 @@ def build_executable(rt: BuiltRuntime, text: str, *, kind: str, user_file: str, 
     out_dir = cache_dir("cpu-bin", private=True) / rt.root.name if rt.shared else rt.root / "bin"
     out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     exe = out_dir / f"{kind}-{key}"
+    if _region_build_failed(exe):
+        return build_executable(rt, strip_region_code(text), kind=kind, user_file=user_file,
+                                user_source=user_source, timeout=timeout)
     sign_parts = ("cpu-exe", rt.root.name, exe.name)
     if exe.exists():
         if integrity.verify_file(exe, *sign_parts):
@@ -515,10 +526,27 @@ def build_executable(rt: BuiltRuntime, text: str, *, kind: str, user_file: str, 
                "-x", "none", *rt.objects(kind), "-o", "a.out", "-ldl"]
         code, log = _compile_confined(cmd, tmp, timeout, rt, user_file)
         if code != 0:
+            if has_region_code(text) and region_induced(log, region_ranges(text)):
+                _note_region_build_failed(exe, log)
+                return build_executable(rt, strip_region_code(text), kind=kind, user_file=user_file,
+                                        user_source=user_source, timeout=timeout)
             _raise_for_build_failure(rt, log, user_file, user_source)
         return _publish(tmp / "a.out", exe, sign_parts, user_file, log)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _region_build_failed(exe: Path) -> bool:
+    return exe.with_name(exe.name + ".no-regions").exists()
+
+
+def _note_region_build_failed(exe: Path, log: str) -> None:
+    """The block functions of regions.py did not compile: the build is retried without them (every
+    kernel on the fiber path), and this text is built that way from now on."""
+    _log.warning("region splitting produced code that does not compile (%s); building %s without it",
+                 log.strip().splitlines()[-1][:200] if log.strip() else "?", exe.name)
+    with contextlib.suppress(OSError):
+        exe.with_name(exe.name + ".no-regions").write_text(log[-4000:])
 
 
 def _compile_confined(cmd: list[str], cwd: Path, timeout: float, rt: BuiltRuntime, user_file: str,
@@ -635,16 +663,19 @@ class ProjectSources:
         under ``t/`` for the CUDA units, and as written under ``h/`` for the host-only units, each
         with a ``#line`` naming the original so diagnostics, ``__FILE__`` and asserts name the
         user's file. ``probe``: the race check's interleaving probe (``rewrite(..., probe=True)``)."""
+        from .regions import RegionContext
         from .source import launch_targets, rewrite
 
         texts = {}
         host = {f.path for u in self.units if u.kind != "cuda" for f in self.closure(u)}
         cuda = {f.path for u in self.cuda_units for f in self.closure(u)}
         targets = launch_targets([f.scanned for f in self.files if f.path in cuda])
+        # which functions and macros of the whole project synchronise (region splitting, regions.py)
+        context = None if probe else RegionContext.from_texts(f.text for f in self.files if f.path in cuda)
         for f in self.files:
             head = f"#line 1 {line_name(f.display)}\n"
             if f.path in cuda:
-                texts[f.staged] = f"{head}{rewrite(f.scanned, probe=probe, targets=targets)}\n"
+                texts[f.staged] = f"{head}{rewrite(f.scanned, probe=probe, targets=targets, region_context=context)}\n"
             if f.path in host:
                 texts[f.host_staged] = f"{head}{f.text}\n"
         return texts
@@ -818,6 +849,9 @@ def build_project_executable(rt: BuiltRuntime, sources: ProjectSources, texts: d
     out_dir = cache_dir("cpu-bin", private=True) / rt.root.name if rt.shared else rt.root / "bin"
     out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     exe = out_dir / f"{kind}-p{key}"
+    if _region_build_failed(exe):
+        return build_project_executable(rt, sources, {k: strip_region_code(t) for k, t in texts.items()},
+                                        kind=kind, timeout=timeout)
     sign_parts = ("cpu-exe", rt.root.name, exe.name)
     if exe.exists():
         if integrity.verify_file(exe, *sign_parts):
@@ -830,9 +864,16 @@ def build_project_executable(rt: BuiltRuntime, sources: ProjectSources, texts: d
             log = log.replace(f.staged, str(f.path)).replace(f.host_staged, str(f.path))
         return log.replace(f"-I{TREE}/", "-I/").replace(f"-I{HOST_TREE}/", "-I/")
 
+    class _RegionsFailed(Exception):
+        pass
+
     def compile_step(cmd: list[str], unit: ProjectFile) -> None:
         code, log = _compile_confined(cmd, tmp, timeout, rt, unit.display, sources.expose())
         if code != 0:
+            if any(has_region_code(t) for t in texts.values()) and \
+                    region_induced(log, [r for t in texts.values() for r in region_ranges(t)]):
+                _note_region_build_failed(exe, log)
+                raise _RegionsFailed()
             _raise_for_build_failure(rt, unstaged(log), unit.display, unit.text, displays)
 
     tmp = Path(tempfile.mkdtemp(prefix=f"vf-build-{kind}-"))
@@ -852,7 +893,11 @@ def build_project_executable(rt: BuiltRuntime, sources: ProjectSources, texts: d
         if cuda_units:
             cmd += ["-x", "c++", "-include", str(rt.root / "vf_cuda.h"), *(u.staged for u in cuda_units), "-x", "none"]
         cmd += [*objects, *rt.objects(kind), "-o", "a.out", "-ldl", *links]
-        compile_step(cmd, first)
+        try:
+            compile_step(cmd, first)
+        except _RegionsFailed:
+            return build_project_executable(rt, sources, {k: strip_region_code(t) for k, t in texts.items()},
+                                            kind=kind, timeout=timeout)
         return _publish(tmp / "a.out", exe, sign_parts, first.display, "")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -70,7 +70,7 @@ MEMORY_MB = 16384
 FILE_SIZE_MB = 2048
 COOPERATIVE_BLOCKS = 512
 """The most blocks a cooperative grid can have (16 SMs x 32 blocks): each runs on its own thread."""
-PASS_ENV = ("VF_CPU_THREADS", "VF_FIBER_STACK_KB")
+PASS_ENV = ("VF_CPU_THREADS", "VF_FIBER_STACK_KB", "VF_REGIONS")
 """The only variables of the caller's environment a program sees (runtime tuning knobs)."""
 
 

@@ -4,7 +4,8 @@ g++ compiles the user's file almost unchanged; only three constructs are not C++
 textual rewrite: ``kernel<<<grid, block, shared, stream>>>(args)`` launches, ``extern __shared__``
 arrays (their size is a launch parameter), and nothing else. Every rewrite keeps the number of
 newlines of the text it replaces, so line numbers in compiler diagnostics, ASan reports and
-barrier faults are the user's own. Scans work on a *masked* copy of the source where comments
+barrier faults are the user's own; the block functions regions.py inserts into kernels add lines
+but restore the numbering with ``#line``. Scans work on a *masked* copy of the source where comments
 and string literals are blanked out, so a ``<<<`` in a comment or an ``asm`` in a string never
 triggers anything.
 """
@@ -906,18 +907,30 @@ def _rewrite_probe_params(text: str, masked: str, edits: list[tuple[int, int, st
             edits.append((body + 1, body + 1, "".join(decls)))
 
 
-def rewrite(scanned: ScannedSource, *, probe: bool = False, targets: Mapping[str, int] | None = None) -> str:
+def rewrite(scanned: ScannedSource, *, probe: bool = False, targets: Mapping[str, int] | None = None,
+            region_context: Any = None) -> str:
     """The user's source with launches and ``extern __shared__`` turned into plain C++, and
     ``__CUDA_ARCH__`` in device code given its device value (:mod:`veriforge.cuda.cpu.arch`).
 
     ``probe``: also the race check's interleaving probe (kernels' pointer parameters become
     ``::vf::ProbePtr``; runtime/vf_probe.h). ``targets``: the kernels whose launches convert their
-    arguments to the parameter types (:func:`launch_targets`; default: this file's kernels)."""
+    arguments to the parameter types (:func:`launch_targets`; default: this file's kernels).
+    Otherwise (not ``probe``) kernels with barriers or warp collectives get a block function that
+    runs the whole block as region loops (regions.py), unless ``VERIFORGE_CPU_REGIONS=0``;
+    ``region_context`` (a ``regions.RegionContext``) describes the other files of a project (which
+    of their functions synchronise), default: this file alone."""
     from .arch import arch_edits
 
     text, masked = scanned.text, scanned.masked
     scopes = _Scopes(masked)
     edits: list[tuple[int, int, str]] = arch_edits(text, masked)
+    if not probe and "__global__" in masked and regions_enabled():
+        from .arch import DEVICE_MACRO
+        from .regions import region_edits
+
+        # a block function is device code: it sees __CUDA_ARCH__ as the kernel body does (arch.py)
+        edits += [(a, b, re.sub(r"\b__CUDA_ARCH__\b", DEVICE_MACRO, code))
+                  for a, b, code in region_edits(text, region_context)]
     _rewrite_extern_shared(text, masked, scopes, edits)
     if "alignas" in masked:
         _rewrite_alignas(text, masked, edits)
@@ -943,7 +956,13 @@ def rewrite(scanned: ScannedSource, *, probe: bool = False, targets: Mapping[str
 
 # Uses of a kernel by address: cudaLaunchKernel and CUDA graph kernel nodes (cudaKernelNodeParams::func).
 _BY_ADDRESS = re.compile(r"\b(?:cudaLaunch(?:Cooperative)?Kernel(?:Ex|ExC)?|cudaKernelNodeParams|cudaGraphNodeParams|"
-                         r"cudaGraphAddKernelNode|cudaGraphKernelNodeSetParams|cudaGraphExecKernelNodeSetParams|cudaGraphAddNode)\b")
+                         r"cudaGraphAddKernelNode|cudaGraphKernelNodeSetParams|cudaGraphExecKernelNodeSetParams|"
+                         r"cudaGraphAddNode)\b")
+
+
+def regions_enabled() -> bool:
+    """Region splitting of kernels with barriers (regions.py) is on unless ``VERIFORGE_CPU_REGIONS=0``."""
+    return os.environ.get("VERIFORGE_CPU_REGIONS", "").strip().lower() not in ("0", "no", "false", "off")
 
 
 def args_launch_shims(scanned: ScannedSource) -> list[str]:

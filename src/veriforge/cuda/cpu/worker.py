@@ -64,7 +64,7 @@ def _signal_name(code: int | None) -> str:
     return f"exit status {code}"
 
 
-_PASS_ENV = ("VF_CPU_THREADS", "VF_FIBER_STACK_KB", "ASAN_OPTIONS")
+_PASS_ENV = ("VF_CPU_THREADS", "VF_FIBER_STACK_KB", "ASAN_OPTIONS", "VF_REGIONS")
 
 
 def _server_env(env: dict[str, str] | None) -> dict[str, str]:

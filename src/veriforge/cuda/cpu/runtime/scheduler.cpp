@@ -28,7 +28,12 @@
 #include <thread>
 #include <vector>
 
+#include <memory>
+#include <new>
+#include <type_traits>
+
 #include "vf_core.h"
+#include "vf_regions.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -799,6 +804,24 @@ std::string describe_waits(Worker* w) {
     return out;
 }
 
+// Region execution (regions.py / vf_regions.h) unless VF_REGIONS=0: the differential tests'
+// switch back to the fiber path for every kernel.
+bool regions_enabled() {
+    static const bool on = [] {
+        const char* env = getenv("VF_REGIONS");
+        return !(env && env[0] == '0');
+    }();
+    return on;
+}
+
+// A barrier or warp collective reached while a block function runs its regions: the region pass
+// claimed to have split every one of them, so this is a bug of the pass, never silently ignored.
+[[noreturn]] void region_misuse(Worker* w, const char* what, int line) {
+    raise_fault(w, fmt("%s at line %d reached inside region execution (thread (%u,%u,%u)); the region "
+                       "pass should have left this kernel on fibers - rerun with VF_REGIONS=0 and report it",
+                       what, line, threadIdx.x, threadIdx.y, threadIdx.z));
+}
+
 // Runs one block to completion on this worker. Returns false on a fault (w->fault says why).
 bool run_block(Worker* w, uint3 bidx) {
     const GridSpec& s = *w->spec;
@@ -812,6 +835,9 @@ bool run_block(Worker* w, uint3 bidx) {
     c.one_dim = s.block.y == 1 && s.block.z == 1;
     c.reverse = s.reverse;
     c.waited = false;
+    c.regions = regions_enabled();
+    c.in_regions = false;
+    c.region_done = false;
     w->epoch++;
     w->accounted = 0;
     w->any_materialised = false;
@@ -1187,6 +1213,13 @@ const char* running_kernel() { return g_running_kernel.load(); }
 bool in_kernel() { return tl_worker && tl_worker->in_block; }
 
 void waited_thread_exit() {
+    BlockCursor& c = block_cursor;
+    if (c.region_done) {  // a block function ran every thread of the block: the loop is over
+        c.region_done = false;
+        c.waited = false;
+        c.next = c.n;
+        return;
+    }
     Worker* w = tl_worker;
     reconcile(w, false);  // the thread itself is known: it waited
     block_cursor.waited = false;
@@ -1230,6 +1263,7 @@ template <bool Reduce> inline void barrier_wait(Worker* w, Thread* t, int line, 
 void syncthreads(int line) {
     Worker* w = tl_worker;
     if (!w || !w->in_block) return;  // called from host code: nothing to wait for
+    if (__builtin_expect(block_cursor.in_regions, 0)) region_misuse(w, "__syncthreads()", line);
     barrier_wait<false>(w, enter_scheduler(w), line, 0);
 }
 
@@ -1278,6 +1312,7 @@ void wake_all(const void* event) {
 int syncthreads_reduce(int op, int pred, int line) {
     Worker* w = tl_worker;
     if (!w || !w->in_block) return pred != 0;
+    if (__builtin_expect(block_cursor.in_regions, 0)) region_misuse(w, "__syncthreads_count/and/or()", line);
     barrier_wait<true>(w, enter_scheduler(w), line, pred);
     return w->bar_results[op];  // nobody else can pass another barrier before this thread reads
 }
@@ -1288,6 +1323,7 @@ uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int wid
         if (pred) *pred = 1;
         return op == kBallot ? (value != 0) : value;
     }
+    if (__builtin_expect(block_cursor.in_regions, 0)) region_misuse(w, op_name(op), line);
     Thread* t = enter_scheduler(w);
     unsigned lane = t->linear & 31, warp = t->linear >> 5;
     unsigned bit = 1u << lane;
@@ -1349,6 +1385,7 @@ uint64_t warp_collective(int op, unsigned mask, uint64_t value, int arg, int wid
 unsigned active_mask() {
     Worker* w = tl_worker;
     if (!w || !w->in_block) return 1u;
+    if (__builtin_expect(block_cursor.in_regions, 0)) region_misuse(w, "__activemask() / a lockstep volatile access", 0);
     Thread* t = enter_scheduler(w);
     return (unsigned)warp_collective(kActiveMask, 0xffffffffu, 0, 0, 32, t->line);
 }
@@ -1356,6 +1393,7 @@ unsigned active_mask() {
 void yield_thread() {
     Worker* w = tl_worker;
     if (!w || !w->in_block) return;
+    if (block_cursor.in_regions) return;  // clock reads in a block function: nothing to yield to
     Thread* t = enter_scheduler(w);
     bool others = w->run_count || block_cursor.next < w->n;
     if (!others) return;
@@ -1373,8 +1411,15 @@ void device_assert_failed(const char* expr, const char* file, unsigned line, con
     Worker* w = tl_worker;
     // The message a GPU prints for a failed device assert (then the kernel is aborted and the
     // host sees cudaErrorAssert, sticky). Written in one call so concurrent blocks do not interleave.
+    // In a block function (vf_regions.h) the assert sits in a region's lambda: name the kernel.
+    std::string name = function ? function : "?";
+    const std::string region = "::<lambda(uint3, unsigned int)>";
+    size_t at = name.find(region);
+    if (at != std::string::npos)
+        name = at + region.size() == name.size() ? "void " + name.substr(0, at) : name.erase(at, region.size());
     std::string text = fmt("%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.", file, line,
-                           function, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, expr);
+                           name.c_str(), blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z,
+                           expr);
     fprintf(stderr, "%s\n", text.c_str());
     fflush(stderr);
     raise_fault(w, "device-side assert triggered: " + text, 710);
@@ -1386,6 +1431,61 @@ void trap(const char* what, int line) {
         raise_fault(w, fmt("%s at line %d in thread (%u,%u,%u)", what, line, threadIdx.x, threadIdx.y, threadIdx.z));
     fprintf(stderr, "veriforge: %s at line %d (host code)\n", what, line);
     abort();
+}
+
+char* region_scratch(size_t bytes) {
+    static thread_local char* mem = nullptr;
+    static thread_local size_t size = 0;
+    if (bytes > size) {
+        free(mem);
+        size_t want = bytes < 65536 ? 65536 : bytes + bytes / 2;
+        void* p = nullptr;
+        if (posix_memalign(&p, 64, want) != 0) {
+            fprintf(stderr, "veriforge: cannot allocate %zu bytes of region scratch\n", want);
+            abort();
+        }
+        mem = static_cast<char*>(p);
+        size = want;
+    }
+    return mem;
+}
+
+void region_fault(const char* what, int line) {
+    Worker* w = tl_worker;
+    if (w && w->in_block) raise_fault(w, fmt("%s (line %d)", what, line));
+    fprintf(stderr, "veriforge: %s at line %d\n", what, line);
+    abort();
+}
+
+namespace {
+std::string region_thread(const RegionBlock& b, unsigned t) {
+    unsigned rest = t / b.bx;
+    return fmt("(%u,%u,%u)", t % b.bx, rest % b.by, rest / b.by);
+}
+}  // namespace
+
+void region_fault_at(const RegionBlock& b, const char* what, int line, int thread, int other) {
+    Worker* w = tl_worker;
+    std::string msg = fmt("%s: the condition at line %d differs between thread %s and thread %s of the block, "
+                          "and a barrier depends on it", what, line, region_thread(b, (unsigned)thread).c_str(),
+                          region_thread(b, (unsigned)other).c_str());
+    if (w && w->in_block) raise_fault(w, msg);
+    fprintf(stderr, "veriforge: %s\n", msg.c_str());
+    abort();
+}
+
+void RegionWarp::bad_mask(unsigned t, unsigned m) const {
+    Worker* w = tl_worker;
+    raise_fault(w, fmt("%s at line %d called by thread %s (lane %u) with mask 0x%08x that does not "
+                       "include the calling lane",
+                       name, line, region_thread(*block, t).c_str(), t & 31u, m));
+}
+
+void RegionWarp::missing_lane(unsigned t, unsigned lane) const {
+    Worker* w = tl_worker;
+    raise_fault(w, fmt("deadlock: %s (line %d) in warp %u waits for lane %u, which is named in its mask 0x%08x "
+                       "and has not exited but %s%s",
+                       name, line, t >> 5, lane, mask[t], *next ? "went on to " : "took another path", next));
 }
 
 void* dynamic_shared() {

@@ -56,6 +56,11 @@ struct BlockCursor {
     bool one_dim;       // block.y == block.z == 1: threadIdx = {linear, 0, 0}
     bool reverse;       // race probe: position q runs thread n - 1 - q
     bool waited;        // the running thread entered the scheduler (barrier / warp op / yield)
+    // Region execution (vf_regions.h, emitted by regions.py): the block's first kernel call may run
+    // the whole block as region loops; while it does, barriers and collectives must not be reached.
+    bool regions;       // set per block (unless VF_REGIONS=0); the block function consumes it
+    bool in_regions;    // a block function is running the block's regions
+    bool region_done;   // it finished the block: the thread loop stops (see waited_thread_exit)
 };
 inline thread_local BlockCursor block_cursor;
 // Called by a thread loop when a thread that waited returns (threads that never waited are
@@ -177,6 +182,10 @@ void wake_all(const void* event);
 // cudaErrorAssert (the host goes on, as on a GPU). Called by our __assert_fail (host_api.cpp).
 [[noreturn]] void device_assert_failed(const char* expr, const char* file, unsigned line, const char* function);
 void* dynamic_shared();                  // base of `extern __shared__` memory for this block
+// Region execution (vf_regions.h): per-worker scratch for per-thread values (64-byte aligned, valid
+// until the next call), and a fault raised by a block function (e.g. a divergent barrier).
+char* region_scratch(size_t bytes);
+[[noreturn]] void region_fault(const char* what, int line);
 bool in_kernel();
 
 // Cooperative launches (cudaLaunchCooperativeKernel, cudaLaunchKernelEx with the cooperative

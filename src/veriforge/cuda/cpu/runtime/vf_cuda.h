@@ -92,6 +92,7 @@ static constexpr int warpSize = 32;
 #include "vf_rounding.h"  // intrinsics with an explicit IEEE rounding mode
 #include "vf_atomics.h"
 #include "vf_warp.h"
+#include "vf_regions.h"
 #include "vf_launch.h"
 #include "vf_cooperative.h"
 #include "vf_lockstep.h"
