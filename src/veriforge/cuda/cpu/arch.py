@@ -52,18 +52,10 @@ def _line_end(text: str, pos: int) -> int:
 
 
 def _brace_heads(masked: str, pos: int) -> list[str]:
-    """The text before each ``{`` enclosing ``pos``, outermost first (statement-wise)."""
-    stack: list[int] = []
-    for m in re.finditer(r"[{}]", masked[:pos]):
-        if m.group() == "{":
-            stack.append(m.start())
-        elif stack:
-            stack.pop()
-    heads = []
-    for brace in stack:
-        start = max(masked.rfind(";", 0, brace), masked.rfind("}", 0, brace), masked.rfind("{", 0, brace))
-        heads.append(_strip_directives(masked[start + 1 : brace]))
-    return heads
+    """The text before each ``{`` enclosing ``pos``, outermost first, without preprocessor lines."""
+    from .source import _enclosing_heads
+
+    return [_strip_directives(head) for head in _enclosing_heads(masked, pos)]
 
 
 def _strip_directives(head: str) -> str:

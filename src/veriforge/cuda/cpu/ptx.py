@@ -67,31 +67,9 @@ class AsmStatement:
 
 def _strip_comments(src: str) -> str:
     """``src`` with comments replaced by spaces; string and character literals kept."""
-    out = list(src)
-    i, n = 0, len(src)
-    while i < n:
-        c = src[i]
-        if c == "/" and src.startswith("//", i):
-            j = src.find("\n", i)
-            j = n if j < 0 else j
-            for k in range(i, j):
-                out[k] = " "
-            i = j
-        elif c == "/" and src.startswith("/*", i):
-            j = src.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            for k in range(i, j):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and src[j] != c and src[j] != "\n":
-                j += 2 if src[j] == "\\" else 1
-            i = j + 1
-        else:
-            i += 1
-    return "".join(out)
+    from .source import mask_source
+
+    return mask_source(src, literals=False)
 
 
 def _split_top(text: str, sep: str) -> list[str]:

@@ -44,8 +44,9 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 _TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|::|<<<|>>>|\S")
 
 
-def mask_source(src: str) -> str:
-    """Return ``src`` with comments and string/char literals replaced by spaces (newlines kept)."""
+def mask_source(src: str, *, literals: bool = True) -> str:
+    """Return ``src`` with comments and string/char literals replaced by spaces (newlines kept).
+    ``literals=False`` blanks only the comments (the literals' contents are kept, e.g. PTX templates)."""
     out = list(src)
     i, n = 0, len(src)
 
@@ -77,7 +78,8 @@ def mask_source(src: str) -> str:
                 continue
             end = src.find(")" + m.group(1) + '"', i + m.end())
             end = n if end < 0 else end + len(m.group(1)) + 2
-            blank(i + 1, end)
+            if literals:
+                blank(i + 1, end)
             i = end
         elif c in "\"'":
             if c == "'" and i > 0 and (src[i - 1].isalnum()) and i + 1 < n and src[i + 1].isalnum():
@@ -87,7 +89,8 @@ def mask_source(src: str) -> str:
             while j < n and src[j] != c and src[j] != "\n":
                 j += 2 if src[j] == "\\" else 1
             j = min(j + 1, n)
-            blank(i + 1, j - 1)
+            if literals:
+                blank(i + 1, j - 1)
             i = j
         else:
             i += 1
