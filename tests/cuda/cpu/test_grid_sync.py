@@ -124,3 +124,15 @@ def test_a_block_leaving_while_others_wait_is_a_deadlock():
     assert "plain launch: unspecified launch failure" in res.stdout
     assert re.search(r"deadlock: block \(1,0,0\) exited without reaching this_grid\(\)\.sync\(\), which the grid's "
                      r"other blocks wait at \(line 33\)", res.stderr), res.stderr
+
+
+def test_only_programs_with_cooperative_launches_get_a_thread_per_block(tmp_path):
+    # the sandbox's task limit is loosened by COOPERATIVE_BLOCKS only where a cooperative launch is written
+    from veriforge.cuda.cpu.program import _COOPERATIVE, COOPERATIVE_BLOCKS, _program_policy
+
+    plain = _program_policy(10, False, tmp_path / "p").limits.max_procs
+    coop = _program_policy(10, False, tmp_path / "p", cooperative=True).limits.max_procs
+    assert coop - plain == COOPERATIVE_BLOCKS and plain < COOPERATIVE_BLOCKS
+    assert _COOPERATIVE.search("cudaLaunchCooperativeKernel((void*)k, g, b, args)")
+    assert _COOPERATIVE.search("attr.id = cudaLaunchAttributeCooperative;")
+    assert not _COOPERATIVE.search("k<<<g, b>>>(x);")

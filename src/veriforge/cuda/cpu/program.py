@@ -164,15 +164,18 @@ def default_timeout() -> float:
     return float(value) if value else DEFAULT_TIMEOUT
 
 
-def _program_policy(timeout: float, sanitize: bool, exe: Path, inputs: Sequence[str] = ()) -> Any:
+def _program_policy(timeout: float, sanitize: bool, exe: Path, inputs: Sequence[str] = (),
+                    cooperative: bool = False) -> Any:
     """The sandbox policy for a candidate program: the candidate defaults of docs/sandbox.md, with
     room for the runtime's worker threads (NPROC counts threads) and its output files; ``inputs``
-    are lent read-only (:mod:`veriforge.cuda.cpu.data`)."""
+    are lent read-only (:mod:`veriforge.cuda.cpu.data`). Only a program that makes cooperative
+    launches gets room for one thread per block of such a grid (COOPERATIVE_BLOCKS)."""
     from veriforge.sandbox import Limits, Policy
 
     threads = int(os.environ.get("VF_CPU_THREADS") or os.cpu_count() or 1)
     limits = Limits(timeout_s=timeout, cpu_s=None, memory_mb=None if sanitize else MEMORY_MB,
-                    file_size_mb=FILE_SIZE_MB, max_procs=64 + threads + COOPERATIVE_BLOCKS, max_output_bytes=MAX_OUTPUT)
+                    file_size_mb=FILE_SIZE_MB, max_procs=64 + threads + (COOPERATIVE_BLOCKS if cooperative else 0),
+                    max_output_bytes=MAX_OUTPUT)
     return Policy(limits=limits, expose=(str(exe), *inputs))
 
 
@@ -230,8 +233,9 @@ def run_program(source: str | Project, argv: Sequence[str] = (), stdin: bytes | 
         timeout = source.timeout if isinstance(source, Project) and source.timeout else default_timeout()
     stdin_data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
     inputs = exposed_inputs([str(p) for p in lent], [str(a) for a in argv], where)
+    cooperative = any(_COOPERATIVE.search(t) for t in _source_texts(source))
     if not race_check:
-        return _run_exe(exe, argv, stdin_data, timeout, sanitize, where, inputs=inputs)
+        return _run_exe(exe, argv, stdin_data, timeout, sanitize, where, inputs=inputs, cooperative=cooperative)
     from . import race as race_mod
     from .errors import CompileError, UnsupportedFeatureError
 
@@ -246,9 +250,15 @@ def run_program(source: str | Project, argv: Sequence[str] = (), stdin: bytes | 
     verdict, first_run = race_mod.check(
         lambda program, env, run_cwd: _run_exe(program, argv, stdin_data, timeout, sanitize, run_cwd, env,
                                                inputs=exposed_inputs([str(p) for p in lent],
-                                                                     [str(a) for a in argv], run_cwd)),
+                                                                     [str(a) for a in argv], run_cwd),
+                                               cooperative=cooperative),
         exe, probe_exe, cwd=where, sources=_source_texts(source), notes=notes)
     return replace(first_run, race=verdict)
+
+
+# A cooperative launch by name or by launch attribute (cudaLaunchKernelEx): the runtime runs every block
+# of such a grid on its own thread.
+_COOPERATIVE = re.compile(r"\bcudaLaunchCooperativeKernel|\bcudaLaunchAttributeCooperative\b")
 
 
 def _source_texts(source: str | Project) -> list[str]:
@@ -266,12 +276,13 @@ def _source_texts(source: str | Project) -> list[str]:
 
 
 def _run_exe(exe: Path, argv: Sequence[str], data: bytes, timeout: float, sanitize: bool, where: Path | None,
-             extra_env: Mapping[str, str] | None = None, *, inputs: Sequence[str] = ()) -> ProgramResult:
+             extra_env: Mapping[str, str] | None = None, *, inputs: Sequence[str] = (),
+             cooperative: bool = False) -> ProgramResult:
     from veriforge.sandbox import run as sandbox_run
 
     env = {**_program_env(sanitize, timeout), **(extra_env or {})}
     res = sandbox_run([str(exe), *map(str, argv)], cwd=where, stdin=data, env=env,
-                      policy=_program_policy(timeout, sanitize, exe, inputs))
+                      policy=_program_policy(timeout, sanitize, exe, inputs, cooperative))
     timed_out = res.status == "timeout"
     code = -res.signal if res.signal is not None else (res.exit_code if res.exit_code is not None else -9)
     seconds = res.wall_s
