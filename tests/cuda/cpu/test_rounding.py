@@ -62,3 +62,75 @@ def test_conversions_round_and_saturate(values):
     assert i[3] == 2**31 - 1              # 3e9 saturates
     assert i[4] == 0 and i[5] == 0        # NaN -> 0; negative -> unsigned 0
     assert i[6] == 0                      # -0.5 rounded up
+
+
+# The fast path (error-free transformations, no FP-environment switch) against the slow one (the
+# operation between fesetround calls) on edge operands (zeros, subnormals, the limits of the safe
+# range, infinities, NaN), random bit patterns and random values of nearby exponents, bit for bit.
+FAST_VS_SLOW = r"""
+#include <cstdio>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+#include "vf_rounding.h"
+using namespace vf::rounding;
+template <class F> bool same(F a, F b) { return (a != a && b != b) || std::memcmp(&a, &b, sizeof a) == 0; }
+template <class F, class U> std::vector<F> operands(unsigned seed) {
+    using L = std::numeric_limits<F>;
+    std::vector<F> v = {0, (F)-0.0, 1, -1, 3, (F)0.1, (F)-0.1, L::min(), L::denorm_min(), L::max(), -L::max(),
+                        L::infinity(), -L::infinity(), L::quiet_NaN(), safe_range<F>::lo, safe_range<F>::hi,
+                        safe_range<F>::lo * 2, safe_range<F>::hi / 2, 1 + L::epsilon()};
+    std::mt19937_64 g(seed);
+    for (int i = 0; i < 2000; ++i) { U u = (U)g(); F f; std::memcpy(&f, &u, sizeof f); v.push_back(f); }
+    std::uniform_real_distribution<double> d(-4, 4);
+    for (int i = 0; i < 2000; ++i) v.push_back((F)d(g));
+    return v;
+}
+template <int M, class F, class U> void check(const char* name, unsigned seed) {
+    auto v = operands<F, U>(seed);
+    long bad = 0, fast = 0, n = 0;
+    std::mt19937 g(seed);
+    for (size_t i = 0; i < v.size(); ++i) for (int k = 0; k < 20; ++k) {
+        F a = v[i], b = v[g() % v.size()];
+        n += 4;
+        fast += in_range(a + b) + in_range(a * b) + (in_range(a / b) && in_range(a) && in_range(b)) + in_range(a - b);
+        bad += !same(add<M>(a, b), in_mode<M, F>([](F x, F y) { return x + y; }, a, b));
+        bad += !same(add<M>(a, -b), in_mode<M, F>([](F x, F y) { return x - y; }, a, b));
+        bad += !same(mul<M>(a, b), in_mode<M, F>([](F x, F y) { return x * y; }, a, b));
+        bad += !same(div<M>(a, b), in_mode<M, F>([](F x, F y) { return x / y; }, a, b));
+        if (k == 0) {
+            n += 1;
+            bad += !same(sqrt<M>(a), in_mode<M, F>([](F x) { return std::sqrt(x); }, a));
+            if constexpr (sizeof(F) == 8) {
+                n += 1;
+                bad += !same(narrow<M>(a), in_mode<M, float>([](double x) { return (float)x; }, a));
+            }
+        }
+    }
+    printf("%s %ld %ld %ld\n", name, bad, fast, n);
+}
+int main() {
+    check<FE_UPWARD, float, uint32_t>("f_ru", 1); check<FE_DOWNWARD, float, uint32_t>("f_rd", 2);
+    check<FE_TOWARDZERO, float, uint32_t>("f_rz", 3); check<FE_UPWARD, double, uint64_t>("d_ru", 4);
+    check<FE_DOWNWARD, double, uint64_t>("d_rd", 5); check<FE_TOWARDZERO, double, uint64_t>("d_rz", 6);
+}
+"""
+
+
+@pytest.mark.parametrize("flags", [["-O2"], ["-O3", "-march=native"]])
+def test_fast_path_equals_fesetround(tmp_path, flags):
+    import subprocess
+
+    from veriforge.cuda.cpu.build import RUNTIME_SRC
+
+    src = tmp_path / "fast.cpp"
+    src.write_text(FAST_VS_SLOW)
+    exe = tmp_path / "fast"
+    subprocess.run(["g++", *flags, "-std=c++17", f"-I{RUNTIME_SRC}", str(src), "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True, timeout=60).stdout
+    rows = [line.split() for line in out.splitlines()]
+    assert len(rows) == 6
+    for name, bad, fast, n in rows:
+        assert int(bad) == 0, f"{name}: {bad} of {n} results differ from the fesetround ones"
+        assert int(fast) > int(n) // 3, f"{name}: the fast path was taken too rarely to be tested"
