@@ -22,14 +22,30 @@ SHARED_BUILD_CACHES = ("cpu-runtime", "c-ref", "c-ref-out")
 
 @pytest.fixture(scope="session")
 def session_build_home(tmp_path_factory) -> str:
-    """A VERIFORGE_HOME whose build caches every test shares (for module/session fixtures too)."""
-    home = tmp_path_factory.getbasetemp() / "vf-shared-build-home"
+    """A VERIFORGE_HOME whose build caches every test shares (for module/session fixtures too).
+
+    Under pytest-xdist every worker's base temp dir sits in the run's own one: the workers share
+    its home, so the runtime and each program are built once per run, not once per worker (the
+    caches publish atomically under file locks; the signing key is created once, by whoever is first).
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    home = root / "vf-shared-build-home"
     for name in SHARED_BUILD_CACHES:
         (home / "cache" / name).mkdir(parents=True, exist_ok=True)
-    key = os.urandom(32)
-    fd = os.open(home / "secret.key", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(key)
+    key_path = home / "secret.key"
+    if not key_path.exists():
+        staged = home / f"secret.key.{os.getpid()}"
+        fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(os.urandom(32))
+        try:
+            os.link(staged, key_path)  # atomic: the first worker's key wins, complete or absent
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(staged)
     return str(home)
 
 
