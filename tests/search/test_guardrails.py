@@ -101,3 +101,34 @@ def test_suspicious_check_callback_decides():
     cheat = {n.state: n for n in result.tree}["cheat"]
     assert checked == [("cheat", 0.01)]
     assert cheat.status == "rejected" and "large input" in cheat.reason
+
+
+def test_final_check_rejects_the_would_be_winner_and_the_next_best_wins():
+    checked: list[str] = []
+
+    def final_check(state):
+        checked.append(state)
+        if state in ("better", "cheat"):
+            return Evaluation.failed("wrong at a held-out size")
+        return Evaluation(ok=True, objective=TIMES[state])
+
+    cfg = SearchConfig(max_evaluations=6, final_top_k=0, guardrails=Guardrails(suspicious_factor=None),
+                       final_check=final_check)
+    result = MCTS([_proposer([])], Timer(), cfg).run_sync("root")
+    nodes = {n.state: n for n in result.tree}
+    assert checked == ["cheat", "better", "good"]   # best first; each node checked once
+    assert result.best.state == "good"
+    assert nodes["better"].status == "rejected" and nodes["better"].reason == \
+        "failed the final check: wrong at a held-out size"
+    assert "passed the final check" in nodes["good"].notes
+
+
+def test_final_check_is_not_run_on_the_initial_state():
+    def final_check(state):
+        return Evaluation.failed("everything fails")
+
+    cfg = SearchConfig(max_evaluations=6, final_top_k=0, guardrails=Guardrails(suspicious_factor=None),
+                       final_check=final_check)
+    result = MCTS([_proposer([])], Timer(), cfg).run_sync("root")
+    assert result.best.state == "root"
+    assert {n.state for n in result.tree if "final check" in (n.reason or "")} >= {"better", "good", "cheat"}

@@ -131,6 +131,9 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
     console.print(table)
     for line in estimate_lines(best.get("estimate")):
         console.print(f"  best: {line}", markup=False, highlight=False)
+    from veriforge.optiml.report import heldout_line
+
+    console.print(f"held-out sizes: {heldout_line(result.heldout)}", markup=False, highlight=False)
     st = result.search.stats
     console.print(f"{st.unique_evaluations} kernels evaluated ({st.accepted} accepted, {st.rejected} rejected), "
                   f"run {result.search.run_id}")

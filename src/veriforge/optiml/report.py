@@ -150,6 +150,7 @@ def render_report(result: OptimizeResult) -> str:
         ("verified configs (best)", esc(", ".join(bd.get("verified_configs") or []))),
         ("estimate (best)", _estimate_html(bd.get("estimate"), prov)),
         ("verified without a score", _unscored_html(nodes)),
+        ("held-out sizes (never shown to a proposer)", esc(heldout_line(result.heldout))),
         ("evaluations", f"{stats.unique_evaluations} unique ({stats.accepted} accepted, {stats.rejected} "
                         f"rejected), {stats.remeasured} re-measured, stop: {esc(stats.stop_reason)}"),
         ("edits to the winner", esc(" → ".join(_path(best)) or "none (the start is best)")),
@@ -201,6 +202,22 @@ def render_report(result: OptimizeResult) -> str:
     out.append(f"<section id='diff'><h2>Source diff: winner vs start</h2>{diff}</section>")
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def heldout_line(heldout: dict[str, Any] | None) -> str:
+    """One line on the final held-out check (terminal summary and report)."""
+    if heldout is None:
+        return "off"
+    configs = heldout.get("configs") or []
+    if not configs:
+        return heldout.get("note") or "none"
+    sizes = "; ".join(", ".join(f"{k}={v}" for k, v in c.items() if k != "name") for c in configs)
+    checks = heldout.get("checks") or {}
+    failed = sum(1 for c in checks.values() if not c.get("passed"))
+    verdict = (f"{len(checks)} finalist(s) checked, {failed} rejected there" if checks
+               else "the start is best: nothing to check")
+    dropped = len(heldout.get("dropped") or {})
+    return f"{sizes} — {verdict}" + (f"; {dropped} generated size(s) outside the task dropped" if dropped else "")
 
 
 def _unscored(node: dict[str, Any]) -> str | None:

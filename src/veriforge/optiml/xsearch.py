@@ -15,7 +15,9 @@ this module supplies what is CUDA-specific:
   otherwise the composite objective (:mod:`.objective`) with the features, the per-config times
   and the bottleneck diagnosis (:mod:`.diagnosis`) in ``details`` for the next proposer.
   Re-measurements (suspicious speedups, the final top-k) run the verifier again on inputs drawn
-  from a different seed, so a kernel that only works on the first inputs cannot win.
+  from a different seed, so a kernel that only works on the first inputs cannot win; and the
+  would-be winner must also be correct at held-out sizes no proposer saw (:mod:`.heldout`), so a
+  kernel that only works at the shown sizes cannot win either.
 * :func:`resolve_inputs` — a task (bundled id or folder) plus a starting kernel (a ``.cu`` file, or
   the task's naive implementation). A standalone kernel without a task is refused with an
   explanation: nothing is optimised unverified.
@@ -35,6 +37,7 @@ from veriforge.core.hashing import content_hash
 from veriforge.core.types import Candidate
 from veriforge.errors import ConfigError
 from veriforge.optiml.diagnosis import Finding, diagnose, primary_bottleneck
+from veriforge.optiml.heldout import HeldOut
 from veriforge.optiml.objective import (
     ObjectiveWeights,
     composite_objective,
@@ -97,6 +100,7 @@ class XSearchSettings:
     tie_tolerance: float = 0.01
     trials: int = 2
     weights: ObjectiveWeights = field(default_factory=ObjectiveWeights)
+    heldout: bool = True
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -133,6 +137,8 @@ class KernelEvaluator:
         self._lock = threading.Lock()
         self.best: float | None = None
         self.bottleneck = ""
+        #: held-out sizes for the final check (set by :func:`optimize` once the start is known)
+        self.heldout: HeldOut | None = None
         self.fingerprint = content_hash(
             EVALUATOR_VERSION, task_content_hash(spec), settings.backend, settings.gpu, settings.provenance,
             str(settings.trials), str(sorted(settings.weights.to_dict().items())))
@@ -143,6 +149,12 @@ class KernelEvaluator:
             self._seen[state.hash] = sample + 1
         # First look: the task's own inputs. Re-measurements: other inputs (re-verification).
         return self._run(state, None if sample == 0 else RECHECK_SEED + sample)
+
+    def heldout_check(self, state: Candidate) -> Evaluation:
+        """Final check of a would-be winner: correct at sizes the proposers never saw (:mod:`.heldout`)."""
+        if self.heldout is None:
+            return Evaluation(ok=True, objective=None)
+        return self.heldout.check(state)
 
     def recheck(self, state: Candidate, evaluation: Evaluation) -> Evaluation:
         """Guardrail check for a suspicious speedup: verify again on inputs from another seed."""
@@ -291,6 +303,7 @@ class OptimizeResult:
     search: SearchResult[Candidate]
     evaluator_calls: int
     fresh_evaluations: int
+    heldout: dict[str, Any] | None = None
 
     @property
     def start(self) -> Any:
@@ -341,6 +354,7 @@ class OptimizeResult:
         data["best_estimate"] = (self.best.evaluation.details or {}).get("estimate")
         data["task"] = self.spec.id
         data["start"] = self.start_label
+        data["heldout"] = self.heldout
         data["provenance"] = self.settings.provenance
         data["settings"] = {k: v for k, v in self.settings.__dict__.items() if k != "weights"}
         data["settings"]["weights"] = self.settings.weights.to_dict()
@@ -357,6 +371,7 @@ def make_engine(settings: XSearchSettings, proposers: Sequence[Any], evaluator: 
         max_evaluations=settings.max_evaluations, max_seconds=settings.max_seconds, seed=settings.seed,
         tie_tolerance=settings.tie_tolerance, final_top_k=settings.final_top_k,
         final_repeats=settings.final_repeats, proposals_per_round=64,
+        final_check=getattr(evaluator, "heldout_check", None) if settings.heldout else None,
         guardrails=Guardrails(regression_tolerance=settings.regression_tolerance,
                               suspicious_factor=settings.suspicious_factor,
                               check=getattr(evaluator, "recheck", None)))
@@ -383,6 +398,7 @@ def optimize(target: str | Path | None = None, *, task: str | Path | None = None
     settings = settings or XSearchSettings()
     spec, start, label = resolve_inputs(target, task)
     evaluator = KernelEvaluator(spec, settings, store=store, progress=progress)
+    evaluator.heldout = HeldOut(spec, start, backend=settings.backend, trials=settings.trials, store=store)
     props = list(proposers) if proposers else [BuiltinProposer()]
     engine = make_engine(settings, props, evaluator, store, run_id, spec.id)
     from veriforge.search.errors import SearchError
@@ -393,4 +409,5 @@ def optimize(target: str | Path | None = None, *, task: str | Path | None = None
         if "initial state was rejected" in str(exc):
             raise OptimizeInputError(f"the starting kernel {label} cannot be optimised: {exc}") from None
         raise
-    return OptimizeResult(spec, label, settings, result, evaluator.calls, evaluator.fresh)
+    return OptimizeResult(spec, label, settings, result, evaluator.calls, evaluator.fresh,
+                          heldout=evaluator.heldout.to_json() if settings.heldout else None)

@@ -18,9 +18,11 @@ from veriforge.search.interfaces import Evaluation
 from veriforge.search.scale import VALUE_MODES
 from veriforge.search.selection import DEFAULT_C_PUCT, DEFAULT_C_UCT
 
-__all__ = ["BUDGET_FIELDS", "Guardrails", "MCTSConfig", "SearchConfig", "SuspiciousCheck"]
+__all__ = ["BUDGET_FIELDS", "FinalCheck", "Guardrails", "MCTSConfig", "SearchConfig", "SuspiciousCheck"]
 
 SuspiciousCheck = Callable[[Any, Evaluation], "Evaluation | Awaitable[Evaluation]"]
+#: ``final_check(state)``: a last verification of a would-be winner (e.g. on inputs the proposers never saw).
+FinalCheck = Callable[[Any], "Evaluation | Awaitable[Evaluation]"]
 """``check(state, evaluation) -> Evaluation``: re-verifies a state whose improvement looks too good."""
 
 BUDGET_FIELDS = ("max_evaluations", "max_seconds")
@@ -84,6 +86,12 @@ class SearchConfig:
 
     Proposals: proposers are asked for ``proposals_per_round`` edits at a time; a node whose
     round brings no new state (or after ``max_proposal_rounds`` rounds) is exhausted.
+
+    Final check: ``final_check(state)`` (optional) is run on the would-be winner after the
+    re-measurements; a failure rejects that node with the check's reason ("failed the final
+    check: ...") and the next best is checked, until one passes (the initial state is not checked:
+    it is where the search started, and checks are built to accept it). Results are checkpointed,
+    so a resumed search does not check a node twice.
     """
 
     max_evaluations: int | None = 100
@@ -98,6 +106,7 @@ class SearchConfig:
     proposals_per_round: int = 8
     max_proposal_rounds: int | None = None
     guardrails: Guardrails = field(default_factory=Guardrails)
+    final_check: FinalCheck | None = None
 
     def __post_init__(self) -> None:
         _require(self.max_evaluations is not None or self.max_seconds is not None,
@@ -115,8 +124,12 @@ class SearchConfig:
 
     def to_json(self, *, identity: bool = False) -> dict[str, Any]:
         """JSON form; ``identity=True`` leaves out the budgets (what must match to resume)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "guardrails"}
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name not in ("guardrails", "final_check")}
         out["guardrails"] = self.guardrails.to_json()
+        check = self.final_check
+        out["final_check"] = None if check is None else (
+            f"{getattr(check, '__module__', '')}.{getattr(check, '__qualname__', type(check).__name__)}")
         if identity:
             for name in BUDGET_FIELDS:
                 out.pop(name)

@@ -416,13 +416,32 @@ class SearchEngine(Generic[S]):
                 remeasured.update(n.id for n in todo)
                 self._persist(todo, remeasured=sorted(remeasured))
         self._remeasured = len(remeasured)
-        accepted = sorted(self.tree.accepted(), key=lambda n: (-(n.value or 0.0), n.id))
-        if not accepted:
-            raise SearchError("no state survived re-measurement (every candidate failed when measured again)")
-        best_q = scale.quantity_of(accepted[0].value or 0.0)
-        ties = [n for n in accepted
-                if scale.tied(scale.quantity_of(n.value or 0.0), best_q, cfg.tie_tolerance)]
-        return min(ties, key=lambda n: (n.depth, n.id))
+        checked = {int(k): str(v) for k, v in self._checkpoint("search.final_checked", {}).items()}
+        while True:
+            accepted = sorted(self.tree.accepted(), key=lambda n: (-(n.value or 0.0), n.id))
+            if not accepted:
+                raise SearchError("no state survived re-measurement and the final check (every candidate "
+                                  "failed when measured or checked again)")
+            best_q = scale.quantity_of(accepted[0].value or 0.0)
+            ties = [n for n in accepted
+                    if scale.tied(scale.quantity_of(n.value or 0.0), best_q, cfg.tie_tolerance)]
+            winner = min(ties, key=lambda n: (n.depth, n.id))
+            if cfg.final_check is None or winner.parent is None:
+                return winner
+            if winner.id not in checked:
+                ev = checked_evaluation(await maybe_await(cfg.final_check(winner.state)))
+                checked[winner.id] = "" if ev.ok else (ev.rejected_reason or "rejected")
+                if ev.ok:
+                    winner.notes.append("passed the final check")
+                else:
+                    winner.status = REJECTED
+                    winner.reason = f"failed the final check: {checked[winner.id]}"
+                self._persist([winner], final_checked={str(k): v for k, v in checked.items()})
+            elif checked[winner.id]:  # resumed: failed before (its status was persisted as rejected)
+                winner.status = REJECTED
+                winner.reason = f"failed the final check: {checked[winner.id]}"
+            if not checked[winner.id]:
+                return winner
 
     async def _remeasure(self, node: Node[S]) -> None:
         for _ in range(self.config.final_repeats):
