@@ -177,3 +177,36 @@ def test_runs_inside_the_search_engine():
     assert edited and all(n["edit"]["proposer"] == "model" for n in edited)
     assert any(n["edit"]["evidence"]["findings"][0]["kind"] == "uncoalesced_load" for n in edited)
     assert proposer.calls >= 1 and seen
+
+
+def test_dropped_replies_reach_tree_json_and_the_report(tmp_path):
+    """Malformed replies and failed calls are in tree.json (proposer_skips) and the report, not only a log."""
+    from veriforge.core.store import RunStore
+    from veriforge.optiml.report import render_report
+    from veriforge.optiml.xsearch import XSearchSettings, optimize, resolve_inputs
+
+    spec, start, _ = resolve_inputs("c2cuda/vector_add")
+    edited = start.source.replace("const int threads = 256;", "const int threads = 128;")
+    assert edited != start.source
+    first = f"### Edit 1: something vague without code\n\n### Edit 2: smaller blocks\n```cuda\n{edited}```\n"
+    replies = iter([first, LLMRequestError("endpoint http://x/v1: HTTP 500")])
+
+    def reply(request):
+        r = next(replies, "still nothing")
+        if isinstance(r, Exception):
+            raise r
+        return r
+
+    client, _ = scripted(reply)
+    proposer = ModelProposer(client, spec)
+    result = optimize("c2cuda/vector_add", settings=XSearchSettings(max_evaluations=3, final_top_k=0,
+                                                                    regression_tolerance=None),
+                      proposers=[proposer], store=RunStore(tmp_path / "runs.sqlite"))
+    tree = result.tree_json()
+    reasons = [s["reason"] for s in tree["proposer_skips"]]
+    assert tree["proposer_calls"] == {"model": proposer.calls} and proposer.calls >= 2
+    assert any("no edit" in r or "no code" in r or "section" in r for r in reasons), reasons
+    assert any(r.startswith("model call failed") and "HTTP 500" in r for r in reasons), reasons
+    assert all(s["proposer"] == "model" and s["node"] in (0, 1) for s in tree["proposer_skips"])
+    html = render_report(result)
+    assert "proposals dropped before evaluation" in html and "HTTP 500" in html

@@ -131,9 +131,13 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
     console.print(table)
     for line in estimate_lines(best.get("estimate")):
         console.print(f"  best: {line}", markup=False, highlight=False)
-    from veriforge.optiml.report import heldout_line
+    from veriforge.optiml.report import heldout_line, skips_line
 
     console.print(f"held-out sizes: {heldout_line(result.heldout)}", markup=False, highlight=False)
+    model_line = skips_line(result.proposer_skips, result.proposer_calls)
+    if model_line:
+        console.print(f"model proposals: {model_line} (reasons in tree.json, proposer_skips)",
+                      markup=False, highlight=False)
     st = result.search.stats
     console.print(f"{st.unique_evaluations} kernels evaluated ({st.accepted} accepted, {st.rejected} rejected), "
                   f"run {result.search.run_id}")

@@ -151,6 +151,7 @@ def render_report(result: OptimizeResult) -> str:
         ("estimate (best)", _estimate_html(bd.get("estimate"), prov)),
         ("verified without a score", _unscored_html(nodes)),
         ("held-out sizes (never shown to a proposer)", esc(heldout_line(result.heldout))),
+        ("proposals dropped before evaluation", _skips_html(result.proposer_skips, result.proposer_calls)),
         ("evaluations", f"{stats.unique_evaluations} unique ({stats.accepted} accepted, {stats.rejected} "
                         f"rejected), {stats.remeasured} re-measured, stop: {esc(stats.stop_reason)}"),
         ("edits to the winner", esc(" → ".join(_path(best)) or "none (the start is best)")),
@@ -202,6 +203,25 @@ def render_report(result: OptimizeResult) -> str:
     out.append(f"<section id='diff'><h2>Source diff: winner vs start</h2>{diff}</section>")
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def skips_line(skips: list[dict[str, Any]], calls: dict[str, int]) -> str:
+    """Model calls and what was dropped without a node (failed calls, malformed replies, no-op edits)."""
+    if not calls and not skips:
+        return ""
+    failed = sum(1 for s in skips if str(s.get("reason", "")).startswith("model call failed"))
+    made = ", ".join(f"{n}: {c} call(s)" for n, c in calls.items())
+    return f"{made}; {failed} failed; {len(skips) - failed} reply part(s) dropped"
+
+
+def _skips_html(skips: list[dict[str, Any]], calls: dict[str, int]) -> str:
+    head = skips_line(skips, calls)
+    if not head:
+        return "none (no model proposer)"
+    items = "".join(f"<li>node {html.escape(str(s.get('node')))} · {html.escape(str(s.get('proposer')))}: "
+                    f"{html.escape(str(s.get('reason')))}</li>" for s in skips[:200])
+    more = f"<li>… {len(skips) - 200} more in tree.json</li>" if len(skips) > 200 else ""
+    return f"{html.escape(head)}<ul>{items}{more}</ul>" if skips else html.escape(head)
 
 
 def heldout_line(heldout: dict[str, Any] | None) -> str:

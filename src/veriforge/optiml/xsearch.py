@@ -304,6 +304,11 @@ class OptimizeResult:
     evaluator_calls: int
     fresh_evaluations: int
     heldout: dict[str, Any] | None = None
+    #: what proposers dropped without making a node (malformed model replies, failed model calls,
+    #: unchanged or duplicate code), as ``{"proposer", "node", "reason"}``
+    proposer_skips: list[dict[str, Any]] = field(default_factory=list)
+    #: model calls per proposer that calls a model (``{"name": calls}``)
+    proposer_calls: dict[str, int] = field(default_factory=dict)
 
     @property
     def start(self) -> Any:
@@ -355,6 +360,8 @@ class OptimizeResult:
         data["task"] = self.spec.id
         data["start"] = self.start_label
         data["heldout"] = self.heldout
+        data["proposer_skips"] = list(self.proposer_skips)
+        data["proposer_calls"] = dict(self.proposer_calls)
         data["provenance"] = self.settings.provenance
         data["settings"] = {k: v for k, v in self.settings.__dict__.items() if k != "weights"}
         data["settings"]["weights"] = self.settings.weights.to_dict()
@@ -409,5 +416,9 @@ def optimize(target: str | Path | None = None, *, task: str | Path | None = None
         if "initial state was rejected" in str(exc):
             raise OptimizeInputError(f"the starting kernel {label} cannot be optimised: {exc}") from None
         raise
+    skips = [{"proposer": getattr(p, "name", type(p).__name__), **s} for p in props
+             for s in getattr(p, "skipped", None) or []]
+    calls = {getattr(p, "name", type(p).__name__): int(p.calls) for p in props if hasattr(p, "skipped")}
     return OptimizeResult(spec, label, settings, result, evaluator.calls, evaluator.fresh,
-                          heldout=evaluator.heldout.to_json() if settings.heldout else None)
+                          heldout=evaluator.heldout.to_json() if settings.heldout else None,
+                          proposer_skips=skips, proposer_calls=calls)
