@@ -79,3 +79,37 @@ def test_store_shares_evaluations_between_runs(store):
     again = LatticeEvaluator(LATTICE)
     res = MCTS([StepProposer(LATTICE)], again, cfg, store=store).run_sync(LATTICE.start)
     assert again.total_calls == 0 and res.stats.cache_hits == 20 and res.stats.unique_evaluations == 20
+
+
+class _FinalCheck:
+    """Rejects the first two would-be winners, then crashes once (a killed run), then accepts."""
+
+    def __init__(self, crash_on: int | None = None):
+        self.seen: list = []
+        self.crash_on = crash_on
+
+    def __call__(self, state):
+        from veriforge.search import Evaluation
+
+        self.seen.append(state)
+        if self.crash_on is not None and len(self.seen) == self.crash_on:
+            raise RuntimeError("simulated crash in the final check")
+        if len(self.seen) <= 2 and self.crash_on != -1:
+            return Evaluation.failed(f"wrong at a held-out size ({state})")
+        return Evaluation(ok=True)
+
+
+def test_final_check_results_survive_a_resume(store):
+    first = _FinalCheck(crash_on=3)
+    cfg = SearchConfig(max_evaluations=12, seed=2, final_top_k=0, final_check=first)
+    with pytest.raises(RuntimeError, match="simulated crash in the final check"):
+        MCTS([StepProposer(LATTICE)], LatticeEvaluator(LATTICE), cfg, store=store, run_id="fc").run_sync(LATTICE.start)
+    assert len(first.seen) == 3
+    again = _FinalCheck(crash_on=-1)   # accepts everything it is asked about
+    cfg2 = SearchConfig(max_evaluations=12, seed=2, final_top_k=0, final_check=again)
+    res = MCTS([StepProposer(LATTICE)], LatticeEvaluator(LATTICE), cfg2, store=store, run_id="fc").run_sync(
+        LATTICE.start)
+    rejected = {n.state for n in res.tree if (n.reason or "").startswith("failed the final check")}
+    assert rejected == set(first.seen[:2])          # the two rejections were kept, not re-asked
+    assert again.seen == [first.seen[2]]            # only the check that crashed runs again
+    assert res.best.state == first.seen[2]
