@@ -179,7 +179,6 @@ def test_size_is_inferred_only_when_unambiguous(tmp_path) -> None:
 
 @pytest.mark.parametrize("extra, needle", [
     ([], "give --size A=EXPR"),
-    (["--size", "A=rows*cols", "--size", "out=cols", "--host", "main.cu"], "--host"),
     (["--size", "A=rows*cols", "--size", "out=cols", "--param", "nope=3"], "no parameter 'nope'"),
 ])
 def test_unusable_options_exit_2_with_one_line(tmp_path, extra, needle) -> None:
@@ -192,9 +191,61 @@ def test_unusable_options_exit_2_with_one_line(tmp_path, extra, needle) -> None:
     assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], res.output
 
 
-def test_a_file_that_launches_the_kernel_itself_is_refused_with_the_options_to_give(tmp_path) -> None:
-    kernel = tmp_path / "app.cu"
-    kernel.write_text(COL_SUM + "int main() { col_sum<<<1, 128>>>(0, 0, 1, 1); return 0; }\n")
-    res = _run([str(kernel), "--kernel", "col_sum", "--grid", "1", "--block", "128", "--param", "rows=4",
-                "--param", "cols=4", "--size", "A=rows*cols", "--size", "out=cols"])
-    assert res.exit_code == 2 and "--grid, --block, --param" in res.output.replace("\n", " "), res.output
+SAXPY_APP = """\
+#include <cstdio>
+#define N (1 << 12)
+
+__global__ void saxpy(float a, const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
+int main() {
+    int n = N;
+    const int threads = 256;
+    int blocks = (n + threads - 1) / threads;
+    size_t bytes = n * sizeof(float);
+    float *d_x, *d_y;
+    cudaMalloc(&d_x, bytes);
+    cudaMalloc((void**)&d_y, n * sizeof(float));
+    saxpy<<<blocks, threads>>>(2.0f, d_x, d_y, n);
+    cudaDeviceSynchronize();
+    printf("done\\n");
+    return 0;
+}
+"""
+
+
+def test_a_kernel_file_with_main_gives_the_launch_sizes_and_values(tmp_path) -> None:
+    app = tmp_path / "app.cu"
+    app.write_text(SAXPY_APP)
+    out = tmp_path / "app_fast.cu"
+    res = _run([str(app), "--budget", "2", "--out", str(out)])  # no options: all from main's launch
+    assert res.exit_code == 0, res.output
+    [folder] = _user_tasks()
+    spec = load_task(folder)
+    assert [(p.name, p.role, p.size) for p in spec.params] == [
+        ("a", "scalar", None), ("x", "in", "n"), ("y", "inout", "n"), ("n", "scalar", None)]
+    assert spec.configs[0].variables == {"a": 2.0, "n": 4096}
+    ref = (folder / "reference.cu").read_text()
+    assert "int main" not in ref and "saxpy<<<(n + 256 - 1) / 256, 256>>>(a, x, y, n);" in ref
+    text = out.read_text()
+    assert "// your host code, unchanged" in text and text.count("int main()") == 1
+    assert [p.name for p in find_signature(text, "saxpy")] == ["a", "x", "y", "n"]
+
+
+def test_an_incomplete_host_launch_names_the_option_to_give(tmp_path) -> None:
+    kernel = tmp_path / "k.cu"
+    kernel.write_text(SAXPY_APP.split("int main")[0])
+    host = tmp_path / "main.cu"
+    host.write_text('#include <cstdlib>\nint main(int argc, char** argv) {\n    int n = 1000;\n'
+                    '    int threads = atoi(argv[1]);\n    float *d_x, *d_y;\n'
+                    '    cudaMalloc(&d_x, n * sizeof(float));\n    cudaMalloc(&d_y, n * sizeof(float));\n'
+                    '    saxpy<<<(n + threads - 1) / threads, threads>>>(0.5f, d_x, d_y, n);\n}\n')
+    res = _run([str(kernel), "--host", str(host), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "cannot infer --grid" in lines[0] and "give --grid EXPR" in lines[0], res.output
+    task = build_user_task(kernel, None, "(n + 127) / 128", "128", {}, {}, host=host)
+    assert {p.name: p.size for p in task.spec.params if p.size} == {"x": "n", "y": "n"}
+    assert task.spec.configs[0].variables == {"a": 0.5, "n": 1000}

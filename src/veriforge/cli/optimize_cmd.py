@@ -120,8 +120,9 @@ def optimize_cmd(
                                                    "for integers).")] = None,
     reference: Annotated[str | None, typer.Option("--reference", help="With --kernel: FILE.py:FUNCTION, a "
                                                   "NumPy reference instead of the original kernel.")] = None,
-    host: Annotated[str | None, typer.Option("--host", help="A host program that launches the kernel (not "
-                                             "supported yet: give --grid/--block/--param).")] = None,
+    host: Annotated[str | None, typer.Option("--host", help="With a kernel file: a host program that launches "
+                                             "the kernel; grid, block, sizes and scalar values are inferred "
+                                             "from its launch where possible (options override).")] = None,
 ) -> None:
     """Make a CUDA kernel faster by MCTS over verified edits (OptiML-X); writes best.cu, tree.json and
     report.html to --out."""
@@ -134,19 +135,21 @@ def optimize_cmd(
         console.print(f"[bold]OptiML-X demo[/]: the naive kernel of {DEMO_TASK}, built-in edit operators, "
                       "CPU back-end (estimated times; no GPU, no model, no network)")
     user = None
-    if host is not None:
-        _fail(f"--host {host}: inferring the launch from a host program is not supported yet; give the kernel "
-              "file with --kernel NAME --grid EXPR --block EXPR --param NAME=VALUE (and --size NAME=EXPR for "
-              "pointers)")
-    if kernel is not None or any(x for x in (grid, block, param, size, init, reference)):
+    own_launch = False
+    if target is not None and str(target).endswith((".cu", ".cuh")) and task is None and Path(target).is_file():
+        from veriforge.optiml.xsearch import _task_folder_near
+
+        own_launch = "<<<" in Path(target).read_text() and _task_folder_near(Path(target).resolve()) is None
+    if own_launch or host is not None or kernel is not None or any(x for x in (grid, block, param, size, init,
+                                                                               reference)):
         if task is not None:
-            _fail("--kernel/--grid/--block/--param/--size/--reference build a task from your kernel; do not also "
-                  "give --task")
+            _fail("--kernel/--host/--grid/--block/--param/--size/--reference build a task from your kernel; do not "
+                  "also give --task")
         if target is None or not str(target).endswith((".cu", ".cuh")):
             _fail("--kernel needs a kernel file: veriforge optimize KERNEL.cu --kernel NAME --grid EXPR "
                   "--block EXPR --param NAME=VALUE")
         user = {"kernel": kernel, "grid": grid, "block": block, "param": param, "size": size, "init": init,
-                "reference": reference}
+                "reference": reference, "host": host}
     try:
         _run(console, target, task, model, backend, budget, time_limit, out, algo, seed, run_id, gpu, quiet,
              user)
@@ -177,7 +180,7 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
         built = build_user_task(target, user["kernel"], user["grid"], user["block"],
                                 parse_assignments(user["param"], "--param"), parse_assignments(user["size"], "--size"),
                                 inits=parse_assignments(user["init"], "--init"), reference=user["reference"],
-                                backend=backend)
+                                backend=backend, host=user["host"])
         spec, label = built.spec, built.label
         _print_user_task(console, built)
         if str(out).endswith(".cu"):

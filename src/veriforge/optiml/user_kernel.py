@@ -26,6 +26,10 @@ needs no task folder. :func:`build_user_task` writes one (content-addressed, und
   19, below most block sizes, with a tail). The original decides the domain: a derived size where the
   original fails or crashes is dropped (listed in :attr:`UserTask.dropped`). Held-out sizes
   (:mod:`.heldout`) for the final check are derived from these on top.
+* A host program (``--host main.cu``, or host functions in the kernel file that launch ``K``):
+  :func:`infer_launch` reads grid, block, pointer sizes (``cudaMalloc``) and scalar values from the
+  first launch; what it cannot infer is named in one line with the option to give. Host functions of
+  the kernel file are kept out of the candidate and written back unchanged after the optimised kernel.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ from veriforge.errors import ConfigError
 if TYPE_CHECKING:
     from veriforge.cuda.tasks.schema import TaskSpec
 
-__all__ = ["GENERATED_MARK", "UserKernelError", "UserTask", "build_user_task", "kernel_output", "parse_assignments"]
+__all__ = ["GENERATED_MARK", "LaunchInference", "UserKernelError", "UserTask", "build_user_task", "infer_launch",
+           "kernel_output", "parse_assignments"]
 
 USER_TASK_VERSION = "1"
 GENERATED_MARK = "// ---- veriforge optimize: generated launch of the kernel (not part of your file) ----"
@@ -69,6 +74,9 @@ class UserTask:
     grid: list[str]
     block: list[str]
     dropped: dict[str, str] = field(default_factory=dict)
+    #: host functions of the kernel file that launched the kernel (kept out of the candidate, written
+    #: back unchanged after the optimised kernel)
+    host_code: str = ""
 
 
 def parse_assignments(items: list[str] | None, what: str) -> dict[str, str]:
@@ -163,9 +171,127 @@ def _wrapper(entry: str, kernel: str, sig: list[tuple[str, str]], grid: list[str
     return f"{GENERATED_MARK}\nextern \"C\" void {entry}({params}) {{\n{body}}}\n"
 
 
+_MALLOC = re.compile(r"\bcudaMalloc(?:Managed)?\s*\(\s*(?:\(\s*\w+\s*\*\s*\*\s*\)\s*)?"
+                     r"&\s*([A-Za-z_]\w*)\s*,([^;]*)\)\s*;")
+_DEFINE_EXPR = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n]+)$", re.M)
+_SIZEOF = re.compile(r"\s*\*\s*sizeof\s*\([^()]*\)|sizeof\s*\([^()]*\)\s*\*\s*")
+_C_WORDS = {"int", "unsigned", "long", "size_t", "float", "double", "const", "sizeof", "min", "max", "dim3"}
+
+
+def _unparen(expr: str) -> str:
+    """``((n + 1))`` → ``n + 1``: parentheses around the whole expression removed."""
+    e = expr.strip()
+    while e.startswith("(") and e.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(e):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and i < len(e) - 1:
+                return e
+        e = e[1:-1].strip()
+    return e
+
+
+@dataclass
+class LaunchInference:
+    """What a host launch ``K<<<g, b>>>(args)`` says about the task; ``missing`` maps an option
+    (``--grid``, ``--block``, ``--size X``, ``--param n``) to why it could not be inferred."""
+
+    grid: str | None = None
+    block: str | None = None
+    sizes: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    host_spans: list[tuple[int, int]] = field(default_factory=list)
+
+
+def infer_launch(host_text: str, kernel: str, sig: list[tuple[str, str]], where: str) -> LaunchInference:
+    """Grid, block, pointer sizes and scalar values of the first launch of ``kernel`` in ``host_text``:
+    the launch's own expressions with host locals, ``#define``s and ``dim3`` variables substituted
+    and the launch's argument names replaced by the kernel's parameter names; pointer sizes from the
+    ``cudaMalloc(&p, COUNT * sizeof(T))`` of the argument; scalar values from literal-valued locals."""
+    from veriforge.cuda.tasks.ctypes_map import is_pointer
+    from veriforge.optiml.source_scan import DIM3_DECL, EXPR_DECL, eval_int, scan, split_top
+
+    sc = scan(host_text)
+    launches = sc.launches_of(kernel)
+    if not launches:
+        raise UserKernelError(f"{where}: no launch {kernel}<<<...>>>(...) found; give --grid, --block, --param "
+                              f"(and --size for pointers)")
+    launch = launches[0]
+    call = sc.launch_call(launch)
+    args = [sc.expr(a) for a in call[0]] if call else []
+    if call is None or len(args) != len(sig):
+        raise UserKernelError(f"{where}: cannot read the arguments of {kernel}<<<...>>>(...) (expected {len(sig)}); "
+                              f"give --grid, --block, --param (and --size for pointers)")
+    fn = sc.host_function(launch, containing=True)
+    out = LaunchInference()
+    if fn is not None:
+        out.host_spans.append((fn.header_start, fn.body_end + 1))
+    before = sc.text[fn.body_start:launch.start] if fn is not None else ""
+    defs: dict[str, str] = {m.group(1): m.group(2).strip() for m in _DEFINE_EXPR.finditer(sc.text)}
+    events = [(m.start(), m.group(1), m.group(2)) for m in EXPR_DECL.finditer(before)]
+    events += [(m.start(), m.group(1), f"dim3({m.group(2) or m.group(3) or m.group(4) or ''})")
+               for m in DIM3_DECL.finditer(before)]
+    for _, name, expr in sorted(events):
+        defs[name] = expr.strip()
+    rename = {a: p for a, (p, _) in zip(args, sig, strict=True) if re.fullmatch(r"[A-Za-z_]\w*", a)}
+    scalars = {p for p, t in sig if not is_pointer(t)}
+
+    def subst(expr: str, unknown: set[str], depth: int = 0, renaming: bool = True) -> str:
+        def one(m: re.Match[str]) -> str:
+            name = m.group(0)
+            if renaming and name in rename and rename[name] in scalars:
+                return rename[name]
+            if name in _C_WORDS:
+                return name
+            if name in defs and depth < 8 and (name not in rename or not renaming):
+                inner = subst(defs[name], unknown, depth + 1, renaming).strip()
+                return inner if re.fullmatch(r"\w+", inner) else f"({inner})"
+            unknown.add(name)
+            return name
+        return re.sub(r"(?<![\w.])[A-Za-z_]\w*\b", one, expr)
+
+    for option, span in (("--grid", launch.grid), ("--block", launch.block)):
+        text = sc.expr(span)
+        if re.fullmatch(r"[A-Za-z_]\w*", text) and defs.get(text, "").startswith("dim3("):
+            text = defs[text]
+        m = re.fullmatch(r"dim3\s*\((.*)\)", text, re.S)
+        parts = [text[a:b].strip() for a, b in split_top(text, m.start(1), m.end(1))] if m else [text]
+        unknown: set[str] = set()
+        done = [_unparen(subst(p, unknown)) for p in parts]
+        if unknown:
+            out.missing[option] = f"`{sc.expr(span)}` uses {', '.join(sorted(unknown))}, not a kernel argument"
+        else:
+            setattr(out, option[2:], ", ".join(done))
+    env = sc.host_env(fn.name) if fn is not None else {}
+    mallocs = {m.group(1): m.group(2).strip() for m in _MALLOC.finditer(before)}
+    for arg, (name, _ctype) in zip(args, sig, strict=True):
+        if name in scalars:
+            lit = re.fullmatch(r"\s*([-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)[fF]?\s*", arg)
+            value = eval_int(subst(arg, set(), renaming=False), env) if lit is None else lit.group(1)
+            if isinstance(value, int | str) and not isinstance(value, bool):
+                out.params[name] = str(value)
+            else:
+                out.missing[f"--param {name}"] = f"argument `{arg}` has no literal value in {where}"
+            continue
+        if arg not in mallocs:
+            out.missing[f"--size {name}"] = f"no cudaMalloc(&{arg}, ...) before the launch in {where}"
+            continue
+        unknown = set()
+        count = _SIZEOF.sub("", subst(mallocs[arg], unknown)).strip()
+        count = _unparen(count)
+        if unknown or "sizeof" in count:
+            why = f"uses {', '.join(sorted(unknown))}" if unknown else "not COUNT * sizeof(T)"
+            out.missing[f"--size {name}"] = f"cudaMalloc(&{arg}, {mallocs[arg]}) {why}"
+        else:
+            out.sizes[name] = count
+    return out
+
+
 def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | None, block: str | None,
                     params: dict[str, str], sizes: dict[str, str], *, inits: dict[str, str] | None = None,
-                    reference: str | None = None, backend: str = "cpu", root: Path | None = None) -> UserTask:
+                    reference: str | None = None, backend: str = "cpu", root: Path | None = None,
+                    host: str | Path | None = None) -> UserTask:
     """The task of ``kernel`` in ``kernel_file`` launched with ``grid``/``block`` (see the module doc)."""
     from veriforge.cuda.tasks.ctypes_map import CSignatureError, find_signature, is_pointer, numpy_dtype
 
@@ -176,21 +302,44 @@ def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | Non
     if GENERATED_MARK in source:
         source = source.split(GENERATED_MARK)[0].rstrip() + "\n"
     if kernel is None:
-        raise UserKernelError("give --kernel NAME (the __global__ function to optimise) with --grid, --block and "
-                              "--param, or --task for a task folder")
-    if _has_launch(source, kernel):
-        raise UserKernelError(f"{path.name} launches {kernel} itself (host code): inferring the launch from a host "
-                              f"program is not supported yet; give the kernel alone with --grid, --block, --param "
-                              f"(and --size for pointers)")
-    if grid is None or block is None:
-        raise UserKernelError(f"--kernel {kernel}: give --grid EXPR and --block EXPR (the launch, as expressions of "
-                              f"the scalar parameters, e.g. --grid '(n + 255) / 256' --block 256)")
+        from veriforge.optiml.source_scan import scan
+
+        kernels = [f.name for f in scan(source).kernels()]
+        if len(kernels) != 1:
+            raise UserKernelError(f"{path.name} defines {len(kernels)} kernels ({', '.join(kernels) or 'none'}): give "
+                                  f"--kernel NAME (the __global__ function to optimise)")
+        kernel = kernels[0]
     try:
         sig = [(p.name, p.ctype) for p in find_signature(source, kernel)]
     except CSignatureError as exc:
         raise UserKernelError(f"{path.name}: kernel {kernel}: {exc}") from None
     if not re.search(rf"__global__[^;{{}}]*\b{re.escape(kernel)}\s*\(", source):
         raise UserKernelError(f"{path.name}: {kernel} is not a __global__ function")
+    host_code = ""
+    if host is not None or _has_launch(source, kernel):
+        hpath = Path(host) if host is not None else path
+        if not hpath.is_file():
+            raise UserKernelError(f"--host {hpath} does not exist")
+        inferred = infer_launch(hpath.read_text() if host is not None else source, kernel, sig, hpath.name)
+        grid = grid or inferred.grid
+        block = block or inferred.block
+        sizes = {**inferred.sizes, **sizes}
+        params = {**inferred.params, **params}
+        for option, why in inferred.missing.items():
+            given = {"--grid": grid, "--block": block}.get(option) if option in ("--grid", "--block") else \
+                (sizes if option.startswith("--size") else params).get(option.split()[1])
+            if given is None:
+                what = option + ("=EXPR" if option.startswith("--size") else "=VALUE" if " " in option else " EXPR")
+                raise UserKernelError(f"cannot infer {option} from the launch of {kernel} in {hpath.name} ({why}): "
+                                      f"give {what}")
+        if host is None:  # the host code lives in the kernel file: the candidate is the kernel code alone
+            spans = sorted(inferred.host_spans)
+            host_code = "\n\n".join(source[a:b] for a, b in spans)
+            for a, b in reversed(spans):
+                source = source[:a] + source[b:]
+    if grid is None or block is None:
+        raise UserKernelError(f"--kernel {kernel}: give --grid EXPR and --block EXPR (the launch, as expressions of "
+                              f"the scalar parameters, e.g. --grid '(n + 255) / 256' --block 256)")
     gparts, bparts = _components(grid, "--grid"), _components(block, "--block")
     inits = dict(inits or {})
     names = [n for n, _ in sig]
@@ -308,7 +457,7 @@ def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | Non
     except (OSError, ValueError):
         dropped = {}
     start = Candidate(source=start_source, metadata={"path": str(path), "user_kernel": kernel})
-    return UserTask(spec, start, path.name, kernel, sig, entry, gparts, bparts, dropped)
+    return UserTask(spec, start, path.name, kernel, sig, entry, gparts, bparts, dropped, host_code)
 
 
 def _check_configs(folder: Path, configs: list[tuple[str, dict[str, Any]]],
@@ -344,4 +493,7 @@ def kernel_output(task: UserTask, best_source: str) -> tuple[str, bool, str]:
             else "launch unchanged; the solve() it was verified with")
     comment = "\n".join(f"//   {ln}" for ln in wrapper.strip().splitlines())
     text = f"{body.rstrip()}\n\n// veriforge optimize: {note}\n{comment}\n"
+    if task.host_code:
+        extra = " — UPDATE its launch as above" if changed else ""
+        text += f"\n// your host code, unchanged{extra}\n{task.host_code.rstrip()}\n"
     return text, changed, launch

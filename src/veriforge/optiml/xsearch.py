@@ -273,7 +273,8 @@ def resolve_inputs(target: str | Path | None, task: str | Path | None = None) ->
                 f"{path}: no task found for this kernel. OptiML-X only optimises under verification, and "
                 "verification needs a task (a reference implementation and input configurations): pass "
                 "--task ID_OR_FOLDER (a bundled task id such as matmul_fp32, or a folder with task.toml; "
-                "see docs/tasks.md). Nothing was optimised.")
+                "see docs/tasks.md), or --kernel NAME --grid EXPR --block EXPR --param NAME=VALUE to use the "
+                "original kernel as the reference (docs/optiml.md, 'Your own kernel'). Nothing was optimised.")
         spec = load(folder)
         return spec, Candidate(source=path.read_text(), metadata={"path": str(path)}), path.name
     ref = target if target is not None else task
