@@ -86,8 +86,8 @@ def test_row_sum_task_is_built_and_the_best_kernel_keeps_name_and_signature(tmp_
     kernel.write_text(ROW_SUM)
     out = tmp_path / "row_sum_fast.cu"
     res = _run([str(kernel), "--kernel", "row_sum", "--grid", "(rows + 127) / 128", "--block", "128",
-                "--param", "rows=300", "--param", "cols=256", "--size", "A=rows*cols", "--size", "out=rows",
-                "--budget", "4", "--out", str(out)])
+                "--param", "rows=100", "--param", "cols=64", "--size", "A=rows*cols", "--size", "out=rows",
+                "--budget", "3", "--out", str(out)])
     assert res.exit_code == 0, res.output
     [folder] = _user_tasks()
     spec = load_task(folder)
@@ -95,9 +95,9 @@ def test_row_sum_task_is_built_and_the_best_kernel_keeps_name_and_signature(tmp_
         ("A", "in", "rows*cols"), ("out", "inout", "rows"), ("rows", "scalar", None), ("cols", "scalar", None)]
     assert (folder / "reference.cu").is_file() and not (folder / "reference.c").exists()
     configs = {c.name: c.variables for c in spec.configs}
-    assert configs["given"] == {"rows": 300, "cols": 256}
+    assert configs["given"] == {"rows": 100, "cols": 64}
     # derived sizes: odd (tails of every block) and smaller than a block
-    assert configs["half"] == {"rows": 151, "cols": 129} and configs["small"] == {"rows": 19, "cols": 19}
+    assert configs["half"] == {"rows": 51, "cols": 33} and configs["small"] == {"rows": 19, "cols": 19}
     tree = json.loads((tmp_path / "row_sum_fast.optiml" / "tree.json").read_text())
     assert tree["task"] == spec.id and len(tree["nodes"]) >= 2
     text = out.read_text()
@@ -117,7 +117,7 @@ def test_row_sum_task_is_built_and_the_best_kernel_keeps_name_and_signature(tmp_
 def test_wrong_candidates_are_rejected_against_the_original_at_given_and_generated_sizes(tmp_path) -> None:
     kernel = tmp_path / "transpose.cu"
     kernel.write_text(TRANSPOSE)
-    res = _run([str(kernel), *TRANSPOSE_ARGS, "--budget", "2", "--out", str(tmp_path / "o")])
+    res = _run([str(kernel), *TRANSPOSE_ARGS, "--budget", "1", "--out", str(tmp_path / "o")])
     assert res.exit_code == 0, res.output
     [folder] = _user_tasks()
     spec = load_task(folder)
@@ -145,13 +145,13 @@ def test_numpy_reference_is_the_reference(tmp_path) -> None:
     ref.write_text(COLSUM_NUMPY)
     args = [str(kernel), "--kernel", "col_sum", "--grid", "(cols + 127) / 128", "--block", "128",
             "--param", "rows=40", "--param", "cols=300", "--size", "A=rows*cols", "--size", "out=cols"]
-    res = _run([*args, "--reference", f"{ref}:col_sum", "--budget", "2", "--out", str(tmp_path / "o")])
+    res = _run([*args, "--reference", f"{ref}:col_sum", "--budget", "1", "--out", str(tmp_path / "o")])
     assert res.exit_code == 0, res.output
     [folder] = _user_tasks()
     assert (folder / "reference_numpy.py").is_file() and not (folder / "reference.cu").exists()
     # a NumPy reference that disagrees with the kernel: the start itself is rejected (exit 2)
     ref.write_text(COLSUM_NUMPY.replace("return A", "return 2 * A"))
-    res = _run([*args, "--reference", f"{ref}:col_sum", "--budget", "2", "--out", str(tmp_path / "o2")])
+    res = _run([*args, "--reference", f"{ref}:col_sum", "--budget", "1", "--out", str(tmp_path / "o2")])
     assert res.exit_code == 2 and "cannot be optimised" in res.output, res.output
 
 
