@@ -42,6 +42,51 @@ def estimate_lines(estimate: dict[str, Any] | None) -> list[str]:
     return lines[:10]
 
 
+def _print_user_task(console: Any, built: Any) -> None:
+    spec = built.spec
+    parts = []
+    for p in spec.params:
+        parts.append(f"{p.name}: {p.role} {p.type} [{p.size}] {p.init}" if p.role != "scalar" else f"{p.name}: scalar")
+    given = spec.configs[0].variables
+    ref = "NumPy function" if spec.folder is not None and (spec.folder / "reference_numpy.py").is_file() \
+        else "the original kernel"
+    console.print(f"task {spec.id} (reference: {ref}; folder {spec.folder})", markup=False, highlight=False)
+    console.print(f"  params: {'; '.join(parts)}", markup=False, highlight=False)
+    console.print(f"  launch: {built.kernel}<<<({', '.join(built.grid)}), ({', '.join(built.block)})>>>",
+                  markup=False, highlight=False)
+    console.print("  configs: " + "; ".join(f"{c.name} " + ", ".join(f"{k}={v}" for k, v in c.variables.items())
+                                            for c in spec.configs) + f" (given: {given})", markup=False,
+                  highlight=False)
+    for name, why in built.dropped.items():
+        console.print(f"  dropped size {name}: {why}", markup=False, highlight=False)
+
+
+def _write_user_kernel(console: Any, built: Any, best_source: str, path: Path) -> Path:
+    """The best kernel as a drop-in file with the input's kernel name and signature."""
+    from veriforge.cuda.tasks.ctypes_map import CSignatureError, find_signature, same_type
+    from veriforge.optiml.user_kernel import kernel_output
+
+    text, changed, launch = kernel_output(built, best_source)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    try:
+        sig = [(p.name, p.ctype) for p in find_signature(text, built.kernel)]
+    except CSignatureError:
+        sig = []
+    same = len(sig) == len(built.signature) and all(
+        a[0] == b[0] and same_type(a[1].replace("const", ""), b[1].replace("const", ""))
+        for a, b in zip(sig, built.signature, strict=False))
+    if not same:
+        console.print(f"warning: the best kernel's {built.kernel} signature differs from the input's",
+                      markup=False, highlight=False)
+    if changed:
+        console.print(f"LAUNCH CHANGED: {launch}  (the new launch is a comment at the end of {path.name})",
+                      markup=False, highlight=False)
+    else:
+        console.print(f"launch unchanged: {launch}", markup=False, highlight=False)
+    return path
+
+
 def optimize_cmd(
     target: Annotated[str | None, typer.Argument(
         help="KERNEL.cu (with --task unless it lives in a task folder) or a task id/folder; "
@@ -60,6 +105,24 @@ def optimize_cmd(
     gpu: Annotated[str, typer.Option("--gpu", help="GPU the cost model estimates for.")] = "H100-SXM",
     demo: Annotated[bool, typer.Option("--demo", help="Run the bundled demo (the default without TARGET).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress display.")] = False,
+    kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="Your own kernel: the __global__ function "
+                                               "in KERNEL.cu to optimise; the original is the reference "
+                                               "(no task folder; docs/optiml.md 'Your own kernel').")] = None,
+    grid: Annotated[str | None, typer.Option("--grid", help="With --kernel: the launch grid, C expressions of "
+                                             "the scalar parameters ('(n + 255) / 256' or 'x, y').")] = None,
+    block: Annotated[str | None, typer.Option("--block", help="With --kernel: the block ('256' or '16, 16').")] = None,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="With --kernel: NAME=VALUE for every "
+                                                    "scalar parameter (repeat).")] = None,
+    size: Annotated[list[str] | None, typer.Option("--size", help="With --kernel: NAME=EXPR, the element count "
+                                                   "of pointer NAME as an expression of the scalars.")] = None,
+    init: Annotated[list[str] | None, typer.Option("--init", help="With --kernel: NAME=GENERATOR for an input "
+                                                   "(default uniform(-1, 1) for floats, randint(0, 16) "
+                                                   "for integers).")] = None,
+    reference: Annotated[str | None, typer.Option("--reference", help="With --kernel: FILE.py:FUNCTION, a "
+                                                  "NumPy reference instead of the original kernel.")] = None,
+    host: Annotated[str | None, typer.Option("--host", help="With a kernel file: a host program that launches "
+                                             "the kernel; grid, block, sizes and scalar values are inferred "
+                                             "from its launch where possible (options override).")] = None,
 ) -> None:
     """Make a CUDA kernel faster by MCTS over verified edits (OptiML-X); writes best.cu, tree.json and
     report.html to --out."""
@@ -71,15 +134,32 @@ def optimize_cmd(
         budget = budget if budget is not None else DEMO_BUDGET
         console.print(f"[bold]OptiML-X demo[/]: the naive kernel of {DEMO_TASK}, built-in edit operators, "
                       "CPU back-end (estimated times; no GPU, no model, no network)")
+    user = None
+    own_launch = False
+    if target is not None and str(target).endswith((".cu", ".cuh")) and task is None and Path(target).is_file():
+        from veriforge.optiml.xsearch import _task_folder_near
+
+        own_launch = "<<<" in Path(target).read_text() and _task_folder_near(Path(target).resolve()) is None
+    if own_launch or host is not None or kernel is not None or any(x for x in (grid, block, param, size, init,
+                                                                               reference)):
+        if task is not None:
+            _fail("--kernel/--host/--grid/--block/--param/--size/--reference build a task from your kernel; do not "
+                  "also give --task")
+        if target is None or not str(target).endswith((".cu", ".cuh")):
+            _fail("--kernel needs a kernel file: veriforge optimize KERNEL.cu --kernel NAME --grid EXPR "
+                  "--block EXPR --param NAME=VALUE")
+        user = {"kernel": kernel, "grid": grid, "block": block, "param": param, "size": size, "init": init,
+                "reference": reference, "host": host}
     try:
-        _run(console, target, task, model, backend, budget, time_limit, out, algo, seed, run_id, gpu, quiet)
+        _run(console, target, task, model, backend, budget, time_limit, out, algo, seed, run_id, gpu, quiet,
+             user)
     except VeriforgeError as exc:
         _fail(str(exc))
 
 
 def _run(console: Any, target: str | None, task: str | None, model: str | None, backend: str,
          budget: int | None, time_limit: float | None, out: Path, algo: str, seed: int,
-         run_id: str | None, gpu: str, quiet: bool) -> None:
+         run_id: str | None, gpu: str, quiet: bool, user: dict[str, Any] | None = None) -> None:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
@@ -91,7 +171,24 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
         budget = 40
     settings = XSearchSettings(algorithm=algo, max_evaluations=budget, max_seconds=time_limit, seed=seed,
                                backend=backend, gpu=gpu)
-    spec, _, label = resolve_inputs(target, task)
+    built = None
+    out_kernel: Path | None = None
+    if user is not None:
+        from veriforge.optiml.user_kernel import build_user_task, parse_assignments
+
+        assert target is not None
+        built = build_user_task(target, user["kernel"], user["grid"], user["block"],
+                                parse_assignments(user["param"], "--param"), parse_assignments(user["size"], "--size"),
+                                inits=parse_assignments(user["init"], "--init"), reference=user["reference"],
+                                backend=backend, host=user["host"])
+        spec, label = built.spec, built.label
+        _print_user_task(console, built)
+        if str(out).endswith(".cu"):
+            out_kernel, out = out, out.parent / f"{out.stem}.optiml"
+        else:
+            out_kernel = out / Path(target).name
+    else:
+        spec, _, label = resolve_inputs(target, task)
     proposers = None
     if model:
         from veriforge.llm.factory import create_client
@@ -111,7 +208,8 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
                        bottleneck=f"bottleneck: {p['bottleneck']}" if p["bottleneck"] else "")
 
         result = optimize(target, task=task, settings=settings, proposers=proposers, store=store,
-                          run_id=run_id, progress=progress)
+                          run_id=run_id, progress=progress,
+                          resolved=(built.spec, built.start, built.label) if built is not None else None)
     paths = write_outputs(result, out)
     start, best = result.start.evaluation.details, result.best.evaluation.details
     table = Table(title=f"OptiML-X · {result.spec.id} · {result.search.algorithm}")
@@ -147,5 +245,8 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
                       markup=False, highlight=False)
         for u in unscored[:5]:
             console.print(f"  #{u['id']}: {u['reason']}"[:400], markup=False, highlight=False)
+    if built is not None and out_kernel is not None:
+        paths["best.cu"] = paths["kernel"]  # with the generated solve() the task verified
+        paths["kernel"] = _write_user_kernel(console, built, result.best.state.source, out_kernel)
     for what, path in paths.items():
         console.print(f"{what:>7}: {path}")

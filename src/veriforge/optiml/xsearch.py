@@ -273,7 +273,8 @@ def resolve_inputs(target: str | Path | None, task: str | Path | None = None) ->
                 f"{path}: no task found for this kernel. OptiML-X only optimises under verification, and "
                 "verification needs a task (a reference implementation and input configurations): pass "
                 "--task ID_OR_FOLDER (a bundled task id such as matmul_fp32, or a folder with task.toml; "
-                "see docs/tasks.md). Nothing was optimised.")
+                "see docs/tasks.md), or --kernel NAME --grid EXPR --block EXPR --param NAME=VALUE to use the "
+                "original kernel as the reference (docs/optiml.md, 'Your own kernel'). Nothing was optimised.")
         spec = load(folder)
         return spec, Candidate(source=path.read_text(), metadata={"path": str(path)}), path.name
     ref = target if target is not None else task
@@ -393,8 +394,12 @@ def make_engine(settings: XSearchSettings, proposers: Sequence[Any], evaluator: 
 def optimize(target: str | Path | None = None, *, task: str | Path | None = None,
              settings: XSearchSettings | None = None, proposers: Sequence[Any] | None = None,
              store: RunStore | None = None, run_id: str | None = None,
-             progress: ProgressFn | None = None) -> OptimizeResult:
+             progress: ProgressFn | None = None,
+             resolved: tuple[TaskSpec, Candidate, str] | None = None) -> OptimizeResult:
     """Run OptiML-X on ``target`` (kernel file or task; see :func:`resolve_inputs`).
+
+    ``resolved``: the (task spec, starting candidate, label) already built, e.g. a user's own kernel
+    whose original is the reference (:func:`veriforge.optiml.user_kernel.build_user_task`).
 
     ``proposers`` defaults to the built-in operators; pass ``[BuiltinProposer(), model_proposer]``
     to search with both. With ``store`` and ``run_id`` an interrupted run resumes where it stopped
@@ -403,7 +408,7 @@ def optimize(target: str | Path | None = None, *, task: str | Path | None = None
     from veriforge.optiml.operators import BuiltinProposer
 
     settings = settings or XSearchSettings()
-    spec, start, label = resolve_inputs(target, task)
+    spec, start, label = resolved if resolved is not None else resolve_inputs(target, task)
     evaluator = KernelEvaluator(spec, settings, store=store, progress=progress)
     evaluator.heldout = HeldOut(spec, start, backend=settings.backend, trials=settings.trials, store=store)
     props = list(proposers) if proposers else [BuiltinProposer()]

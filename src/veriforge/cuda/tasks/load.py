@@ -36,8 +36,8 @@ def load_task(path: str | Path) -> TaskSpec:
     except tomllib.TOMLDecodeError as exc:
         raise TaskFormatError(f"{toml_path}: invalid TOML: {exc}") from None
     spec = parse_task(data, folder.resolve(), where=str(toml_path))
-    ref = "reference.c" if spec.family == "c2cuda" else "reference.py"
-    missing = [ref] if not (folder / ref).is_file() else []
+    refs = ("reference.c", "reference.cu", "reference_numpy.py") if spec.family == "c2cuda" else ("reference.py",)
+    missing = [refs[0]] if not any((folder / r).is_file() for r in refs) else []
     missing += [i.file for i in spec.implementations if not (folder / i.file).is_file()]
     if missing:
         raise TaskFormatError(f"{folder}: missing file(s): {', '.join(missing)}")

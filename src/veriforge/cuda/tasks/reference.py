@@ -45,7 +45,7 @@ from .generate import Case
 from .schema import TaskFormatError, TaskSpec
 
 __all__ = ["ReferenceError", "compile_c_reference", "load_torch_reference", "reference_outputs", "run_c_reference",
-           "task_content_hash"]
+           "run_cuda_reference", "run_numpy_reference", "task_content_hash"]
 
 _CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
            "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "uint8": ctypes.c_uint8,
@@ -109,7 +109,18 @@ def _library(spec: TaskSpec) -> ctypes.CDLL:
 
 
 def run_c_reference(spec: TaskSpec, case: Case) -> dict[str, np.ndarray]:
-    """Call ``reference(...)`` on copies of ``case``'s arguments; returns every output by name."""
+    """Call ``reference(...)`` on copies of ``case``'s arguments; returns every output by name.
+
+    A task folder with ``reference.cu`` instead (a user's original kernel, ``veriforge optimize
+    --kernel``) runs that CUDA source's entry on the CPU runtime (:func:`run_cuda_reference`); one with
+    ``reference_numpy.py`` calls its NumPy function (:func:`run_numpy_reference`).
+    """
+    assert spec.folder is not None
+    if not (spec.folder / "reference.c").is_file():
+        if (spec.folder / "reference.cu").is_file():
+            return run_cuda_reference(spec, case)
+        if (spec.folder / "reference_numpy.py").is_file():
+            return run_numpy_reference(spec, case)
     lib = _library(spec)
     try:
         fn = lib.reference
@@ -132,11 +143,84 @@ def run_c_reference(spec: TaskSpec, case: Case) -> dict[str, np.ndarray]:
     return {p.name: copies[p.name] for p in spec.params if p.is_output}
 
 
+def run_cuda_reference(spec: TaskSpec, case: Case) -> dict[str, np.ndarray]:
+    """Run ``reference.cu``'s entry (the original kernel and its launch) on ``case`` through the CPU
+    runtime, or the GPU back-end when ``reference.backend`` says ``gpu``; outputs by name. A failure
+    (compile error, crash, time limit) raises :class:`ReferenceError` with the back-end's message."""
+    from veriforge.cuda.evaluate.backend import CCase, CParam, CRequest, TimingOptions, get_backend
+
+    assert spec.folder is not None
+    which = spec.folder / "reference.backend"
+    backend = which.read_text().strip() if which.is_file() else "cpu"
+    be = get_backend(backend)
+    request = CRequest(task_id=spec.id, source=(spec.folder / "reference.cu").read_text(), entry=spec.entry,
+                       params=[CParam(p.name, p.type, p.role) for p in spec.params],
+                       cases=[CCase(config=case.config, trial=case.trial, args=list(case.args),
+                                    variables=dict(case.env))],
+                       timeout_s=300.0, timing=TimingOptions(enabled=False, warmup=0, trials=0),
+                       filename="reference.cu", race_check=False)
+    if be.isolates("c2cuda"):
+        run = be.run_c(request)
+    else:
+        from veriforge.cuda.evaluate.isolation import run_isolated
+
+        run = run_isolated(be.name, "run_c", request, request.timeout_s)
+    if not run.ok or not run.cases:
+        raise ReferenceError(f"the original kernel fails on config {case.config!r}: {run.status}: "
+                             f"{(run.message or 'no output').strip()[:500]}")
+    outs = run.cases[0].outputs
+    return {p.name: np.asarray(outs[p.name]) for p in spec.params if p.is_output}
+
+
+def run_numpy_reference(spec: TaskSpec, case: Case) -> dict[str, np.ndarray]:
+    """Call ``reference_numpy.py``'s ``__veriforge_reference__`` with copies of the arrays and the
+    scalars (numpy values, signature order). It returns the outputs (one array, a tuple in the order of
+    the out/inout params, or a dict by name) or ``None`` after mutating the in/out arrays."""
+    assert spec.folder is not None
+    module = types.ModuleType("vf_numpy_reference")
+    source = (spec.folder / "reference_numpy.py").read_text()
+    exec(compile(source, str(spec.folder / "reference_numpy.py"), "exec"), module.__dict__)
+    fn = module.__dict__.get("__veriforge_reference__")
+    if not callable(fn):
+        raise ReferenceError(f"task {spec.id}: reference_numpy.py names no function")
+    args: list[Any] = []
+    copies: dict[str, np.ndarray] = {}
+    for p, value in zip(spec.params, case.args, strict=True):
+        if p.role == "scalar":
+            args.append(np.dtype(p.dtype).type(value))
+        else:
+            arr = np.array(value, copy=True)
+            copies[p.name] = arr
+            args.append(arr)
+    outputs = [p for p in spec.params if p.is_output]
+    got = fn(*args)
+    if got is None:
+        return {p.name: copies[p.name] for p in outputs}
+    if isinstance(got, dict):
+        values = [got.get(p.name) for p in outputs]
+    elif isinstance(got, tuple | list):
+        values = list(got)
+    else:
+        values = [got]
+    if len(values) != len(outputs) or any(v is None for v in values):
+        raise ReferenceError(f"the NumPy reference returned {len(values)} output(s); the kernel has "
+                             f"{len(outputs)} ({', '.join(p.name for p in outputs)})")
+    result = {}
+    for p, v in zip(outputs, values, strict=True):
+        arr = np.ascontiguousarray(np.asarray(v, dtype=p.dtype).reshape(-1))
+        if arr.size != copies[p.name].size:
+            raise ReferenceError(f"the NumPy reference's output {p.name} has {arr.size} elements, "
+                                 f"the buffer {copies[p.name].size}")
+        result[p.name] = arr
+    return result
+
+
 def task_content_hash(spec: TaskSpec) -> str:
     """Hash of every file of the task folder that can change results (not the implementations)."""
     assert spec.folder is not None
     h = hashlib.sha256()
-    for name in ("task.toml", "reference.c", "reference.py", "inputs.py"):
+    for name in ("task.toml", "reference.c", "reference.py", "inputs.py", "reference.cu", "reference.backend",
+                 "reference_numpy.py"):
         path = spec.folder / name
         if path.is_file():
             h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
