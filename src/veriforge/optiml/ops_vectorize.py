@@ -78,7 +78,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from veriforge.cuda.evaluate.cleanup import strip_c
+from veriforge.cuda.source_reader import blank
 from veriforge.optiml.operators import EditProposal, motivating_findings
 from veriforge.optiml.source_scan import (
     DIM3_DECL,
@@ -590,7 +590,7 @@ def _kernel_body(source: str, k: _Kernel, vec: int) -> str:
     for lane_no in range(vec):
         text = _body_text(source, k, _LANES[lane_no])
         lines.append(f"{inner}{{")
-        if re.search(rf"\b{re.escape(k.ivar)}\b", strip_c(text)):
+        if re.search(rf"\b{re.escape(k.ivar)}\b", blank(text, splice=True)):
             offset = f" + {lane_no}" if lane_no else ""
             lines.append(f"{inner}{step}{itype} {k.ivar} = vf_base{offset};")
         lines.append(_indent(text, inner + step))
