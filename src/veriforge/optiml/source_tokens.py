@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from veriforge.cuda.source_reader import PAIRS, Refuse, close_of, top_level
 
-__all__ = ["ASSIGN_OPS", "PAIRS", "Refuse", "Tok", "apply_edits", "close_of", "fresh_name", "line_indent",
-           "statement_after", "tokens", "top_level", "trim_span"]
+__all__ = ["ASSIGN_OPS", "PAIRS", "Refuse", "Tok", "apply_edits", "close_of", "fresh_name", "indent_lines",
+           "line_indent", "statement_after", "tokens", "top_level", "trim_span"]
 
 ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}  # assignment operator tokens
 
@@ -81,6 +81,11 @@ def line_indent(source: str, pos: int, lines: str | None = None) -> str:
     start = (source if lines is None else lines).rfind("\n", 0, pos) + 1
     rest = source[start:]
     return rest[:len(rest) - len(rest.lstrip(" \t"))]
+
+
+def indent_lines(block: str, prefix: str) -> str:
+    """``block`` with ``prefix`` before every line that is not blank (blank lines become empty)."""
+    return "\n".join(prefix + line if line.strip() else "" for line in block.split("\n"))
 
 
 def fresh_name(text: str, want: str, taken: set[str] | None = None, *, numbered: bool = False,
