@@ -40,14 +40,11 @@ PAIRS = {"(": ")", "[": "]", "{": "}"}
 _OPENERS = set(PAIRS)
 _CLOSERS = set(PAIRS.values())
 
-# Where something that is not plain code may start. A prefix letter only counts at the start of a
-# token (``xR"..."`` is not a raw string); a quote after a digit run is a digit separator.
-_START = re.compile(
-    r"(?P<line>//)|(?P<block>/\*)"
-    r"|(?P<raw>(?<![\w])(?:u8|[uUL])?R\"(?P<delim>[^\s()\\\"]{0,16})\()"
-    r"|(?P<quote>(?:(?<![\w])(?:u8|[uUL]))?[\"'])"
-    r"|(?P<number>(?<![\w.])\.?\d(?:[eEpP][+-]|[\w.])*'(?=\w)(?:[eEpP][+-]|'(?=\w)|[\w.])*)"
-)
+# Where a comment or a literal may start; what a quote is (literal, raw string, digit separator) is
+# decided from the token before it.
+_START = re.compile(r"//|/\*|[\"']")
+_RAW_PREFIXES = {"R", "u8R", "uR", "UR", "LR"}
+_RAW_OPEN = re.compile(r"([^\s()\\\"]{0,16})\(")
 _STRING_BODY = {'"': re.compile(r'(?:\\[\s\S]|[^"\\\n])*'), "'": re.compile(r"(?:\\[\s\S]|[^'\\\n])*")}
 _CONTINUATION = re.compile(r"\\\r?\n")
 _BRACES = re.compile(r"[{}]")
@@ -83,6 +80,14 @@ def line_end(src: str, pos: int) -> int:
         return eol
 
 
+def _token_before(src: str, pos: int) -> str:
+    """The identifier or number (with its ``.`` and ``'``) that ends right before ``pos``."""
+    start = pos
+    while start > 0 and (src[start - 1].isalnum() or src[start - 1] in "_.'"):
+        start -= 1
+    return src[start:pos]
+
+
 def lex(src: str) -> list[Literal]:
     """Every comment and literal of ``src``, in order (unterminated ones run to the end of their
     line, a block comment or raw string to the end of the text)."""
@@ -92,30 +97,29 @@ def lex(src: str) -> list[Literal]:
         m = _START.search(src, pos)
         if m is None:
             break
-        kind = m.lastgroup
-        if kind == "delim":
-            kind = "raw"
-        start = m.start()
-        if kind == "line":
+        start, tok = m.start(), m.group()
+        if tok == "//":
             end = line_end(src, start)
             out.append(Literal("comment", start, end, (start, end)))
-        elif kind == "block":
+        elif tok == "/*":
             close = src.find("*/", start + 2)
             end = n if close < 0 else close + 2
             out.append(Literal("comment", start, end, (start, end)))
-        elif kind == "raw":
-            body = m.end() - len(m.group("delim")) - 1  # after the opening quote
-            close = src.find(")" + m.group("delim") + '"', m.end())
-            end = n if close < 0 else close + len(m.group("delim")) + 2
-            out.append(Literal("raw", start, end, (body, end - 1 if close >= 0 else n)))
-        elif kind == "quote":
-            q = m.group()[-1]
-            body = _STRING_BODY[q].match(src, m.end()).end()
-            closed = body < n and src[body] == q
-            end = body + 1 if closed else body
-            out.append(Literal("string" if q == '"' else "char", start, end, (m.end(), body)))
-        else:  # a number with digit separators: code
-            end = m.end()
+        else:
+            before = _token_before(src, start)
+            if tok == "'" and (before[:1].isdigit() or (before[:1] == "." and before[1:2].isdigit())):
+                pos = start + 1  # a digit separator: 1'000'000, 0x1'F
+                continue
+            raw = _RAW_OPEN.match(src, start + 1) if tok == '"' and before in _RAW_PREFIXES else None
+            if raw is not None:
+                delim = raw.group(1)
+                close = src.find(")" + delim + '"', raw.end())
+                end = n if close < 0 else close + len(delim) + 2
+                out.append(Literal("raw", start - len(before), end, (start + 1, end - 1 if close >= 0 else n)))
+            else:
+                body = _STRING_BODY[tok].match(src, start + 1).end()
+                end = body + 1 if body < n and src[body] == tok else body
+                out.append(Literal("string" if tok == '"' else "char", start, end, (start + 1, body)))
         pos = end
     return out
 
@@ -135,13 +139,18 @@ def blank(src: str, *, literals: bool = True, splice: bool = False, squeeze: boo
             continue
         a, b = lit.body
         parts.append(src[pos:a])
-        parts.append(" " if squeeze and lit.kind == "comment" else _NOT_NEWLINE.sub(" ", src[a:b]))
+        parts.append(" " if squeeze and lit.kind == "comment" else _spaces(src, a, b))
         pos = b
     parts.append(src[pos:])
     out = "".join(parts)
     if splice and not squeeze:
         out = _CONTINUATION.sub(lambda m: " " * len(m.group()), out)
     return out
+
+
+def _spaces(src: str, a: int, b: int) -> str:
+    """``src[a:b]`` as spaces, its newlines kept."""
+    return " " * (b - a) if src.find("\n", a, b) < 0 else _NOT_NEWLINE.sub(" ", src[a:b])
 
 
 def line_of(text: str, pos: int) -> int:
@@ -172,7 +181,7 @@ def blank_directives(text: str, names: Sequence[str] | None = None) -> str:
     pos = 0
     for a, b, _ in directive_spans(text, names):
         parts.append(text[pos:a])
-        parts.append(_NOT_NEWLINE.sub(" ", text[a:b]))
+        parts.append(_spaces(text, a, b))
         pos = b
     parts.append(text[pos:])
     return "".join(parts)

@@ -32,6 +32,19 @@ def test_atomics_and_aliases_are_writes() -> None:
     cpu.compile(edit.source)  # compiles: no const on anything written
 
 
+def test_a_scatter_through_a_nested_index_is_a_write() -> None:
+    """The bundled scatter_permutation naive kernel: ``out[idx[i]] = src[i]`` (the old pattern stopped at
+    the first ``]`` and made ``out`` const)."""
+    source = """
+__global__ void scatter_naive(float* src, int* idx, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[idx[i]] = src[i];
+}
+"""
+    [edit] = propose_edits(source, operators=["restrict"])
+    assert edit.evidence["const"] == ["src", "idx"]
+
+
 def test_atomic_through_pointer_arithmetic_and_member_writes() -> None:
     source = """
 struct P { float v; };

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -118,6 +120,19 @@ extern "C" void solve(const float* x, float* y, int n) { k<<<(n + BLOCK - 1) / B
     moves = {e.description for e in propose_edits(source, operators=["tune"])}
     assert "block size BLOCK: 256 → 512" in moves and "parameter TILE: 128 → 64" in moves
     assert "block size BLOCK: 256 → 64" not in moves and "parameter TILE: 128 → 256" in moves
+
+
+def test_bundled_kernels_block_stride_loops_are_generic_and_digit_owners_are_not() -> None:
+    tasks = Path(__file__).resolve().parents[3] / "src/veriforge/data/tasks/c2cuda"
+    # for (b = threadIdx.x; b < BINS; b += THREADS): correct for any block size, THREADS moves
+    generic = (tasks / "histogram_uint8/impls/warp_private_vec.cu").read_text()
+    assert couplings(generic) == []
+    assert "block size THREADS: 256 → 512" in {e.description for e in propose_edits(generic, operators=["tune"])}
+    # cnt[w][threadIdx.x] with cnt[WARPS][RADIX]: "THREADS == RADIX: thread t owns digit t"
+    owner = (tasks / "radix_sort_uint32/impls/match_8bit.cu").read_text()
+    assert [(c.kind, c.a, c.b) for c in couplings(owner)] == [("equal", 256, "THREADS")]
+    moves = [e.description for e in propose_edits(owner, operators=["tune"])]
+    assert moves == ["block size SCAN_THREADS: 1024 → 512", "block size SCAN_THREADS: 1024 → 256"]
 
 
 @pytest.mark.parametrize("name", ["TILE", "TPB"])

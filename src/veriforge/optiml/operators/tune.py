@@ -13,9 +13,11 @@ shared memory); a literal 2-D block is also reshaped at equal thread count.
 filled at ``As[threadIdx.y][threadIdx.x]``, rows at ``blockIdx.y * TILE + threadIdx.y``) is only
 correct while the tile equals the block size: moving ``TILE`` and ``BLOCK`` independently breaks it,
 and every such edit costs an evaluation. :func:`couplings` finds the constants a kernel ties to its
-thread indices — a shared-array extent indexed by ``threadIdx`` (directly or through a local), the
-stride of ``blockIdx.a * C + threadIdx.a``, a modulus or divisor of ``threadIdx`` (a tile that
-divides the block) — and couples each with the block-size tunables whose value equals it (or, for a
+thread indices — the extent of a shared-array dimension indexed by ``threadIdx`` (directly or
+through a local; not through the variable of a block-stride loop ``for (b = threadIdx.x; b < N;
+b += blockDim.x)``, which is correct for any block size), the stride of ``blockIdx.a * C +
+threadIdx.a``, a modulus or divisor of ``threadIdx`` (a tile that divides the block) — and couples
+each with the block-size tunables of that kernel's launches whose value equals it (or, for a
 modulus/divisor, that it divides). Coupled tunables move together by the same factor (which keeps
 every equality and divisibility); a group that includes a constant ``tune`` cannot move (a literal
 extent, a constant without a tuning name) does not move at all.
@@ -338,6 +340,7 @@ class Coupling:
 
 
 _ASSIGN = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*=(?!=)\s*([^;,]+)")  # declarations and assignments
+_STRIDE_LOOP = re.compile(r"\bfor\s*\([^;]*?\b([A-Za-z_]\w*)\s*=[^;]*;[^;]*;\s*\1\s*\+=\s*([^)]*)\)")
 _SHARED_DECL = re.compile(r"__shared__[^;\[]*?\b([A-Za-z_]\w*)\s*((?:\[[^\]]*\]\s*)+);")
 # ``blockIdx.a * C + t``, ``C * blockIdx.a + t``, ``t + blockIdx.a * C``: (pattern, axis, C, t) groups
 _STRIDE = (
@@ -348,10 +351,14 @@ _STRIDE = (
 _LITERAL = re.compile(r"(?<![\w.])(\d+)[uU]?(?![\w.])")
 
 
-def _thread_names(body: str) -> set[str]:
-    """Locals whose value depends on ``threadIdx`` (``int tx = threadIdx.x;`` and what is built from them)."""
+def _thread_names(body: str, block_names: set[str]) -> set[str]:
+    """Locals whose value depends on ``threadIdx`` (``int tx = threadIdx.x;`` and what is built from them),
+    except the variables of block- and grid-stride loops (``for (b = threadIdx.x; b < N; b += blockDim.x)``
+    visits the same indices for any block size; the step is ``blockDim`` or a block-size constant)."""
     names: set[str] = set()
-    decls = [(m.group(1), identifiers(m.group(2))) for m in _ASSIGN.finditer(body)]
+    strided = {m.group(1) for m in _STRIDE_LOOP.finditer(body)
+               if identifiers(m.group(2)) & (block_names | {"blockDim"})}
+    decls = [(m.group(1), identifiers(m.group(2))) for m in _ASSIGN.finditer(body) if m.group(1) not in strided]
     changed = True
     while changed:
         changed = False
@@ -406,14 +413,16 @@ def couplings(source: str, tunables: Sequence[Tunable] | None = None) -> list[Co
         if not blocks:
             continue
         body = sc.text[fn.body_start:fn.body_end]
-        thread = _thread_names(body) | {"threadIdx"}
+        thread = _thread_names(body, block_ids) | {"threadIdx"}
         tied: list[tuple[str, str, str]] = []  # (constant token, relation, evidence)
-        for m in _SHARED_DECL.finditer(body):
-            if not any(identifiers(sub) & thread for subs in _subscripts(body, m.group(1)) for sub in subs):
-                continue
-            for extent in re.findall(r"\[([^\]]*)\]", m.group(2)):
-                for token in sorted(identifiers(extent)) + _LITERAL.findall(extent):
-                    tied.append((token, "equal", f"shared array {m.group(1)}[{extent.strip()}] indexed by threadIdx"))
+        for m in _SHARED_DECL.finditer(body):  # the extent of each dimension some thread index walks
+            extents = re.findall(r"\[([^\]]*)\]", m.group(2))
+            walked = {d for subs in _subscripts(body, m.group(1)) for d, sub in enumerate(subs)
+                      if d < len(extents) and identifiers(sub) & thread}
+            for d in sorted(walked):
+                for token in sorted(identifiers(extents[d])) + _LITERAL.findall(extents[d]):
+                    why = f"shared array {m.group(1)}[{extents[d].strip()}] indexed by threadIdx"
+                    tied.append((token, "equal", why))
         for pattern, axis, const, term in _STRIDE:
             for m in pattern.finditer(body):
                 if m.group(term) in (f"threadIdx.{m.group(axis)}", *thread):
