@@ -34,9 +34,10 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["PAIRS", "FunctionDef", "Literal", "Refuse", "balanced", "blank", "blank_directives", "close_of",
-           "directive_spans", "functions", "lex", "line_end", "line_of", "top_level"]
+           "directive_spans", "functions", "lex", "line_end", "line_of", "open_of", "top_level"]
 
 PAIRS = {"(": ")", "[": "]", "{": "}"}
+_ANGLE_PAIRS = {**PAIRS, "<": ">"}
 _OPENERS = set(PAIRS)
 _CLOSERS = set(PAIRS.values())
 
@@ -206,32 +207,53 @@ class _TokTexts:
         return self.toks[k].text
 
 
-def _texts(items: str | Sequence[Any]) -> str | _TokTexts:
-    return items if isinstance(items, str) else _TokTexts(items)
+def _texts(items: str | Sequence[Any]) -> str | Sequence[str] | _TokTexts:
+    if isinstance(items, str) or not items or isinstance(items[0], str):
+        return items  # text, or a list of token texts
+    return _TokTexts(items)
 
 
 def close_of(items: str | Sequence[Any], open_pos: int, kinds: str = "(", *, typed: bool = False) -> int | None:
     """Position of the bracket that closes the one at ``open_pos`` (None when it never closes).
 
     ``items`` is blanked text (one character per position) or a token list (one token per
-    position, anything with ``.text``). Only brackets whose opener is in ``kinds`` count; one depth
+    position: strings, or anything with ``.text``). Only brackets whose opener is in ``kinds`` count
+    (``<`` too when asked for: template and cast brackets in a token list); one depth
     counter covers all of them: the answer is the first closer that brings it back to 0 (with several
     kinds a ``)`` may then close a ``[``). ``typed`` instead requires every closer to match the
     innermost open bracket and answers None on a mismatch or a closer with nothing open.
     """
     seq = _texts(items)
     opens = set(kinds)
-    closes = {PAIRS[o] for o in kinds}
+    closes = {_ANGLE_PAIRS[o] for o in kinds}
     depth = 0
     stack: list[str] = []
     for k in range(open_pos, len(seq)):
         x = seq[k]
         if x in opens:
             depth += 1
-            stack.append(PAIRS[x])
+            stack.append(_ANGLE_PAIRS[x])
         elif x in closes:
             if typed and (not stack or stack.pop() != x):
                 return None
+            depth -= 1
+            if depth == 0:
+                return k
+    return None
+
+
+def open_of(items: str | Sequence[Any], close_pos: int, kinds: str = "(", lo: int = 0) -> int | None:
+    """Position of the bracket that the closer at ``close_pos`` closes, searching back to ``lo``
+    (None when it is not there); ``items`` and ``kinds`` as for :func:`close_of`."""
+    seq = _texts(items)
+    closes = {_ANGLE_PAIRS[o] for o in kinds}
+    opens = set(kinds)
+    depth = 0
+    for k in range(close_pos, lo - 1, -1):
+        x = seq[k]
+        if x in closes:
+            depth += 1
+        elif x in opens:
             depth -= 1
             if depth == 0:
                 return k
@@ -335,20 +357,6 @@ def _close_brace(code: str, at: int, end: int) -> int:
     return end
 
 
-def _match_back(text: str, close: int, lo: int) -> int:
-    """Position of the ``(`` that the ``)`` at ``close`` closes, not before ``lo`` (-1 when none)."""
-    depth = 0
-    for k in range(close, lo - 1, -1):
-        c = text[k]
-        if c == ")":
-            depth += 1
-        elif c == "(":
-            depth -= 1
-            if depth == 0:
-                return k
-    return -1
-
-
 def _params_close(code: str, lo: int, hi: int) -> int:
     """The ``)`` that ends a declarator's parameter list in ``code[lo:hi]`` before its trailing
     qualifiers (``const``, ``noexcept(...)``, ``__attribute__((...))``, ``-> T``); -1 when none."""
@@ -367,8 +375,8 @@ def _params_close(code: str, lo: int, hi: int) -> int:
             continue
         if code[k - 1] != ")":
             return -1
-        open_pos = _match_back(code, k - 1, lo)
-        if open_pos < 0:
+        open_pos = open_of(code, k - 1, "(", lo)
+        if open_pos is None:
             return -1
         trailer = re.search(r"\b(?:noexcept|throw|__attribute__)\s*$", code[lo:open_pos])
         if trailer is not None:
@@ -383,8 +391,8 @@ def _declarator(code: str, lo: int, hi: int) -> tuple[str, int, int, int, str] |
     close = _params_close(code, lo, hi)
     if close < 0:
         return None
-    open_pos = _match_back(code, close, lo)
-    if open_pos < 0:
+    open_pos = open_of(code, close, "(", lo)
+    if open_pos is None:
         return None
     m = _NAME.search(code, lo, open_pos)
     if m is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,32 +12,19 @@ from veriforge.cuda import cpu
 from veriforge.optiml.operators import apply_tunable, find_tunables, propose_edits
 from veriforge.optiml.operators.tune import couplings
 
-# A tiled matmul as a model writes it: the tile and the block are separate constants that must stay equal.
-MATMUL = """
-#define TILE_SIZE 16
-#define BLOCK_SIZE 16
-__global__ void mm(const float* A, const float* B, float* C, int N) {
-    __shared__ float As[TILE_SIZE][TILE_SIZE];
-    __shared__ float Bs[TILE_SIZE][TILE_SIZE];
-    int tx = threadIdx.x, ty = threadIdx.y;
-    int row = blockIdx.y * TILE_SIZE + ty;
-    int col = blockIdx.x * TILE_SIZE + tx;
-    float sum = 0.0f;
-    for (int t = 0; t < (N + TILE_SIZE - 1) / TILE_SIZE; ++t) {
-        As[ty][tx] = (row < N && t * TILE_SIZE + tx < N) ? A[row * N + t * TILE_SIZE + tx] : 0.0f;
-        Bs[ty][tx] = (col < N && t * TILE_SIZE + ty < N) ? B[(t * TILE_SIZE + ty) * N + col] : 0.0f;
-        __syncthreads();
-        for (int k = 0; k < TILE_SIZE; ++k) sum += As[ty][k] * Bs[k][tx];
-        __syncthreads();
-    }
-    if (row < N && col < N) C[row * N + col] = sum;
-}
-extern "C" void solve(const float* A, const float* B, float* C, int N) {
-    dim3 block(BLOCK_SIZE, BLOCK_SIZE);
-    dim3 grid((N + BLOCK_SIZE - 1) / BLOCK_SIZE, (N + BLOCK_SIZE - 1) / BLOCK_SIZE);
-    mm<<<grid, block>>>(A, B, C, N);
-}
-"""
+TASKS = Path(__file__).resolve().parents[3] / "src/veriforge/data/tasks/c2cuda"
+
+
+def _model_style(source: str) -> str:
+    """The bundled tiled matmul as a model writes it: the tile (``TILE_SIZE``) and the block
+    (``BLOCK_SIZE``) are separate constants that must stay equal."""
+    source = re.sub(r"\bTS\b", "TILE_SIZE", source)
+    source = source.replace("#define TILE_SIZE 16\n", "#define TILE_SIZE 16\n#define BLOCK_SIZE 16\n")
+    head, launch = source.split('extern "C"')
+    return head + 'extern "C"' + launch.replace("TILE_SIZE", "BLOCK_SIZE")
+
+
+MATMUL = _model_style((TASKS / "matmul_fp32/impls/shared_tiled.cu").read_text())
 
 
 def _values(source: str) -> dict[str, int]:
@@ -45,6 +33,7 @@ def _values(source: str) -> dict[str, int]:
 
 def test_tile_and_block_constants_move_together() -> None:
     links = couplings(MATMUL)
+    assert "#define BLOCK_SIZE 16" in MATMUL and "dim3 block(BLOCK_SIZE, BLOCK_SIZE);" in MATMUL
     assert {(c.kind, c.a, c.b) for c in links} == {("equal", "TILE_SIZE", "BLOCK_SIZE")}
     assert any("As[TILE_SIZE]" in c.why for c in links) and any("blockIdx.y * TILE_SIZE + ty" in c.why for c in links)
     edits = propose_edits(MATMUL, operators=["tune"])
@@ -57,13 +46,13 @@ def test_tile_and_block_constants_move_together() -> None:
 
 
 def test_the_coupled_move_is_correct_and_the_lone_one_is_not() -> None:
-    n = 40  # not a multiple of any tile: partial tiles on both axes
+    m, n, k = 40, 37, 45  # not multiples of any tile: partial tiles on every axis
     rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
+    a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
 
     def run(source: str) -> np.ndarray:
-        c = np.zeros((n, n), dtype=np.float32)
-        cpu.compile(source).call("solve", [a, b, c, n])
+        c = np.zeros((m, n), dtype=np.float32)
+        cpu.compile(source).call("solve", [a, b, c, m, n, k])
         return c
 
     together = next(e.source for e in propose_edits(MATMUL, operators=["tune"]) if "(32, 32)" in e.description)
@@ -80,11 +69,11 @@ def test_the_coupled_move_is_correct_and_the_lone_one_is_not() -> None:
 def test_literal_blocks_move_with_the_tile_and_are_not_reshaped() -> None:
     source = MATMUL.replace("#define BLOCK_SIZE 16\n", "").replace(
         "dim3 block(BLOCK_SIZE, BLOCK_SIZE);", "dim3 block(16, 16);").replace(
-        "(N + BLOCK_SIZE - 1) / BLOCK_SIZE, (N + BLOCK_SIZE - 1) / BLOCK_SIZE", "(N + 15) / 16, (N + 15) / 16")
+        "(N + BLOCK_SIZE - 1) / BLOCK_SIZE, (M + BLOCK_SIZE - 1) / BLOCK_SIZE", "(N + 15) / 16, (M + 15) / 16")
     edits = propose_edits(source, operators=["tune"])
     assert [e.description for e in edits] == ["coupled TILE_SIZE, block.x, block.y: (16, 16, 16) → (32, 32, 32)",
                                               "coupled TILE_SIZE, block.x, block.y: (16, 16, 16) → (8, 8, 8)"]
-    assert "dim3 block(32, 32);" in edits[0].source and "dim3 grid((N + 31) / 32, (N + 31) / 32);" in edits[0].source
+    assert "dim3 block(32, 32);" in edits[0].source and "dim3 grid((N + 31) / 32, (M + 31) / 32);" in edits[0].source
 
 
 def test_a_block_tied_to_a_constant_tune_cannot_move_stays() -> None:
@@ -123,7 +112,7 @@ extern "C" void solve(const float* x, float* y, int n) { k<<<(n + BLOCK - 1) / B
 
 
 def test_bundled_kernels_block_stride_loops_are_generic_and_digit_owners_are_not() -> None:
-    tasks = Path(__file__).resolve().parents[3] / "src/veriforge/data/tasks/c2cuda"
+    tasks = TASKS
     # for (b = threadIdx.x; b < BINS; b += THREADS): correct for any block size, THREADS moves
     generic = (tasks / "histogram_uint8/impls/warp_private_vec.cu").read_text()
     assert couplings(generic) == []

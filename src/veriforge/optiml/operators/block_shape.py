@@ -33,18 +33,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from veriforge.optiml.operators._layout import (
-    COALESCE,
-    GRID_LIMITS,
-    Dim3,
-    apply,
-    axis_strides,
-    builtins_ok,
-    motivated_prior,
-    resolve,
-    var_uses_ok,
-    warp_level,
-)
+from veriforge.optiml.operators import _layout as layout
 from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
 from veriforge.optiml.source_scan import Function, Launch, SourceScan, eval_int, grid_follow_spans, scan
 
@@ -87,7 +76,7 @@ def _shapes(current: tuple[int, ...]) -> list[tuple[int, ...]]:
 def _generic_kernel(sc: SourceScan, kernel: Function, old_values: set[int]) -> bool:
     """A kernel whose correctness does not depend on its block's shape (conservatively)."""
     body = sc.text[kernel.body_start:kernel.body_end]
-    if "__shared__" in body or "extern" in body or warp_level(sc, kernel):
+    if "__shared__" in body or "extern" in body or layout.warp_level(sc, kernel):
         return False
     for v in old_values:
         if v > 1 and re.search(rf"(?<![\w.]){v}(?![\w.])", body):
@@ -120,15 +109,15 @@ def _canonical_uses(sc: SourceScan, kernel: Function, const: str) -> dict[int, i
     return found
 
 
-@operator("block_shape", order=70, motives=COALESCE, restructuring=True)
+@operator("block_shape", order=70, motives=layout.COALESCE, restructuring=True)
 def block_shape_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     """Reshape multi-dimensional blocks to 32/64 threads along x (see the module docstring)."""
     sc = scan(source)
-    if not builtins_ok(sc):
+    if not layout.builtins_ok(sc):
         return []
-    motive = motivating_findings(findings, COALESCE)
+    motive = motivating_findings(findings, layout.COALESCE)
     out: list[EditProposal] = []
-    specs = {launch.start: resolve(sc, launch, "block") for launch in sc.launches}
+    specs = {launch.start: layout.resolve(sc, launch, "block") for launch in sc.launches}
     consts = sc.constant_decls()
     done_consts: set[str] = set()
     done_literals: set[tuple[str, int]] = set()
@@ -154,7 +143,7 @@ def _shape_prior(sc: SourceScan, proposal: EditProposal) -> EditProposal:
     strided = 0
     for kernel in sc.kernels():
         if kernel.name in proposal.evidence.get("kernels", ()):
-            strides = axis_strides(sc, kernel)
+            strides = layout.axis_strides(sc, kernel)
             if strides is None:
                 return proposal
             strided += strides["x"]["strided"]
@@ -165,7 +154,7 @@ def _shape_prior(sc: SourceScan, proposal: EditProposal) -> EditProposal:
 
 
 def _shape_constant(sc: SourceScan, const: str, info: tuple[int, int, int, str],
-                    specs: dict[int, Dim3 | None], motive: list[dict[str, Any]]) -> list[EditProposal]:
+                    specs: dict[int, layout.Dim3 | None], motive: list[dict[str, Any]]) -> list[EditProposal]:
     value, d0, d1, kind = info
     text = sc.text
     names = {a: f"{const}_{a.upper()}" for a in "xyz"}
@@ -193,7 +182,7 @@ def _shape_constant(sc: SourceScan, const: str, info: tuple[int, int, int, str],
     kernels = {launch.kernel for launch, _ in launches}
     for launch, spec in launches:
         host = sc.host_function(launch, containing=True)
-        grid = resolve(sc, launch, "grid")
+        grid = layout.resolve(sc, launch, "grid")
         if host is None or grid is None or grid.kind == "scalar" or len(grid.comps) <= axes[-1]:
             return []
         for i, (s, _) in enumerate(spec.comps):
@@ -212,7 +201,7 @@ def _shape_constant(sc: SourceScan, const: str, info: tuple[int, int, int, str],
             if var_spec.kind == "var":
                 def ok(other: Launch, which: str, role: str = role) -> bool:
                     return other.kernel in kernels and which == role
-                if not var_uses_ok(sc, host, var_spec.var, var_spec.decl, ok):
+                if not layout.var_uses_ok(sc, host, var_spec.var, var_spec.decl, ok):
                     return []
     for fn in sc.kernels():
         body_uses = re.search(rf"\b{re.escape(const)}\b", text[fn.body_start:fn.body_end])
@@ -244,7 +233,7 @@ def _shape_constant(sc: SourceScan, const: str, info: tuple[int, int, int, str],
         edits = {(d0, d1): decl}
         for pos, a in site.items():
             edits[(pos, pos + len(const))] = names["xyz"[a]]
-        new = apply(sc.source, edits)
+        new = layout.apply(sc.source, edits)
         if not _launch_limits_ok(new):
             continue
         desc = (f"block shape {const}: ({', '.join(map(str, current))}) → ({', '.join(map(str, shape))}) "
@@ -252,11 +241,11 @@ def _shape_constant(sc: SourceScan, const: str, info: tuple[int, int, int, str],
         out.append(EditProposal(
             "block_shape", new, desc,
             {"constant": const, "old": list(current), "new": list(shape), "kernels": sorted(kernels),
-             "findings": motive}, motivated_prior(motive, 0.9 if shape[0] == 32 else 0.7)))
+             "findings": motive}, layout.motivated_prior(motive, 0.9 if shape[0] == 32 else 0.7)))
     return out
 
 
-def _shape_literal(sc: SourceScan, launch: Launch, spec: Dim3, specs: dict[int, Dim3 | None],
+def _shape_literal(sc: SourceScan, launch: Launch, spec: layout.Dim3, specs: dict[int, layout.Dim3 | None],
                    motive: list[dict[str, Any]]) -> list[EditProposal]:
     text = sc.text
     values = [int(text[s:e]) for s, e in spec.comps]
@@ -269,7 +258,7 @@ def _shape_literal(sc: SourceScan, launch: Launch, spec: Dim3, specs: dict[int, 
     if spec.kind == "var":
         group = [la for la in sc.launches if (s := specs[la.start]) is not None and s.kind == "var"
                  and s.decl == spec.decl]
-        if not var_uses_ok(sc, host, spec.var, spec.decl, lambda other, which: which == "block"):
+        if not layout.var_uses_ok(sc, host, spec.var, spec.decl, lambda other, which: which == "block"):
             return []
     else:
         group = [launch]
@@ -285,11 +274,11 @@ def _shape_literal(sc: SourceScan, launch: Launch, spec: Dim3, specs: dict[int, 
             edits[spec.comps[a]] = str(v)
         ok = True
         for la in group:
-            grid = resolve(sc, la, "grid")
+            grid = layout.resolve(sc, la, "grid")
             if grid is None or grid.kind == "scalar" or len(grid.comps) <= axes[-1]:
                 ok = False
                 break
-            if grid.kind == "var" and not var_uses_ok(
+            if grid.kind == "var" and not layout.var_uses_ok(
                     sc, host, grid.var, grid.decl,
                     lambda other, which: which == "grid" and other in group):
                 ok = False
@@ -312,7 +301,7 @@ def _shape_literal(sc: SourceScan, launch: Launch, spec: Dim3, specs: dict[int, 
                     edits[(s, e)] = str(v + off)
         if not ok:
             return []
-        new = apply(sc.source, edits)
+        new = layout.apply(sc.source, edits)
         if not _launch_limits_ok(new):
             continue
         where = spec.var if spec.kind == "var" else f"<<<{launch.kernel}>>>"
@@ -321,7 +310,7 @@ def _shape_literal(sc: SourceScan, launch: Launch, spec: Dim3, specs: dict[int, 
             "block_shape", new, desc,
             {"block": where, "old": list(current), "new": list(shape),
              "kernels": sorted({la.kernel for la in group}), "findings": motive},
-            motivated_prior(motive, 0.9 if shape[0] == 32 else 0.7)))
+            layout.motivated_prior(motive, 0.9 if shape[0] == 32 else 0.7)))
     return out
 
 
@@ -330,7 +319,7 @@ def _launch_limits_ok(source: str) -> bool:
     sc = scan(source)
     for launch in sc.launches:
         env = sc.host_env(launch.host)
-        for which, limits in (("block", _SIZE_LIMITS), ("grid", GRID_LIMITS)):
+        for which, limits in (("block", _SIZE_LIMITS), ("grid", layout.GRID_LIMITS)):
             v = eval_int(sc.expr(launch.block if which == "block" else launch.grid), env)
             if v is None:
                 continue

@@ -15,9 +15,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from veriforge.cuda.source_reader import close_of, open_of
 from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
 from veriforge.optiml.source_scan import scan
-from veriforge.optiml.source_tokens import close_of
 
 __all__ = ["restrict_edits"]
 
@@ -68,30 +68,13 @@ _CONDITION = {"!", "&&", "||", "?"}
 
 def _close(toks: list[str], k: int) -> int:
     """Index of the bracket closing ``toks[k]`` (the last token when it never closes)."""
-    pairs = {"(": ")", "[": "]", "{": "}", "<": ">"}
-    depth = 0
-    for j in range(k, len(toks)):
-        if toks[j] == toks[k]:
-            depth += 1
-        elif toks[j] == pairs[toks[k]]:
-            depth -= 1
-            if depth == 0:
-                return j
-    return len(toks) - 1
+    end = close_of(toks, k, toks[k])
+    return len(toks) - 1 if end is None else end
 
 
 def _open(toks: list[str], k: int) -> int:
-    """Index of the bracket that ``toks[k]`` (a closer) closes (0 when none)."""
-    pairs = {")": "(", "]": "[", ">": "<"}
-    depth = 0
-    for j in range(k, -1, -1):
-        if toks[j] == toks[k]:
-            depth += 1
-        elif toks[j] == pairs[toks[k]]:
-            depth -= 1
-            if depth == 0:
-                return j
-    return 0
+    """Index of the bracket that ``toks[k]`` (a ``)`` or ``>``) closes (0 when none)."""
+    return open_of(toks, k, "(" if toks[k] == ")" else "<") or 0
 
 
 def _written(body: str, name: str) -> bool:

@@ -837,9 +837,4 @@ def _dynamic_edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> Edit
 def stage_shared_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     """Stage each stencil kernel's read-only input window in shared memory (see the module docstring)."""
     sc = scan(source)
-    out = []
-    for fn in sc.kernels():
-        edit = _kernel_edit(sc, fn, findings)
-        if edit is not None:
-            out.append(edit)
-    return out
+    return [edit for fn in sc.kernels() if (edit := _kernel_edit(sc, fn, findings)) is not None]

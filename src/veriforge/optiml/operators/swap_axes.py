@@ -40,19 +40,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from veriforge.optiml.operators._layout import (
-    BUILTIN,
-    COALESCE,
-    GRID_LIMITS,
-    MEMBER,
-    apply,
-    axis_strides,
-    builtins_ok,
-    motivated_prior,
-    resolve,
-    var_uses_ok,
-    warp_level,
-)
+from veriforge.optiml.operators import _layout as layout
 from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
 from veriforge.optiml.source_scan import Function, Launch, SourceScan, eval_int, scan
 
@@ -65,11 +53,11 @@ _SAFE_REFS = re.compile(r"cudaFunc(?:SetAttribute|GetAttributes|SetCacheConfig)\
 # swap_axes
 
 
-@operator("swap_axes", order=60, motives=COALESCE, restructuring=True)
+@operator("swap_axes", order=60, motives=layout.COALESCE, restructuring=True)
 def swap_axes_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     """Exchange the x and y axes of each eligible 2-D kernel and of its launches (see the module docstring)."""
     sc = scan(source)
-    if not builtins_ok(sc):
+    if not layout.builtins_ok(sc):
         return []
     out = []
     for kernel in sc.kernels():
@@ -77,10 +65,10 @@ def swap_axes_edits(source: str, findings: Sequence[Any] = ()) -> list[EditPropo
         if edit is None:
             continue
         new, swap_grid, sites = edit
-        motive = motivating_findings(findings, COALESCE)
+        motive = motivating_findings(findings, layout.COALESCE)
         what = "thread and block axes" if swap_grid else "thread axes"
-        strides = axis_strides(sc, kernel)
-        prior = motivated_prior(motive, 0.8)
+        strides = layout.axis_strides(sc, kernel)
+        prior = layout.motivated_prior(motive, 0.8)
         if strides is not None:
             # After the swap, today's y behaviour is the warp's (x) behaviour.
             fixed = strides["x"]["strided"] - strides["y"]["strided"]
@@ -95,21 +83,21 @@ def swap_axes_edits(source: str, findings: Sequence[Any] = ()) -> list[EditPropo
 def _swap_kernel(sc: SourceScan, kernel: Function) -> tuple[str, bool, int] | None:
     text = sc.text
     uses: list[tuple[int, str, str]] = []  # (letter position, builtin, letter)
-    for m in BUILTIN.finditer(text, kernel.body_start, kernel.body_end):
-        mm = MEMBER.match(text, m.end())
-        assert mm is not None  # builtins_ok
+    for m in layout.BUILTIN.finditer(text, kernel.body_start, kernel.body_end):
+        mm = layout.MEMBER.match(text, m.end())
+        assert mm is not None  # layout.builtins_ok
         uses.append((mm.start(1), m.group(1), mm.group(1)))
     used = {(b, a) for _, b, a in uses}
     if not {("threadIdx", "x"), ("threadIdx", "y")} <= used:
         return None
-    if warp_level(sc, kernel):
+    if layout.warp_level(sc, kernel):
         return None
     launches = sc.launches_of(kernel.name)
     if not launches or not _name_refs_ok(sc, kernel, launches):
         return None
     blocks, grids = [], []
     for launch in launches:
-        block, grid = resolve(sc, launch, "block"), resolve(sc, launch, "grid")
+        block, grid = layout.resolve(sc, launch, "block"), layout.resolve(sc, launch, "grid")
         if block is None or block.kind == "scalar" or len(block.comps) < 2:
             return None
         blocks.append(block)
@@ -134,7 +122,7 @@ def _swap_kernel(sc: SourceScan, kernel: Function) -> tuple[str, bool, int] | No
             if which == "grid":
                 env = sc.host_env(host.name)
                 v = eval_int(text[spec.comps[0][0]:spec.comps[0][1]], env)
-                if isinstance(v, int) and v > GRID_LIMITS[1]:
+                if isinstance(v, int) and v > layout.GRID_LIMITS[1]:
                     return None  # the old gridDim.x would become gridDim.y
             if spec.kind == "var":
                 if spec.decl in seen_vars:
@@ -144,7 +132,7 @@ def _swap_kernel(sc: SourceScan, kernel: Function) -> tuple[str, bool, int] | No
                 def ok(other: Launch, role: str, which: str = which) -> bool:
                     return other.kernel == kernel.name and role == which
 
-                if not var_uses_ok(sc, host, spec.var, spec.decl, ok):
+                if not layout.var_uses_ok(sc, host, spec.var, spec.decl, ok):
                     return None
                 for pos, axis in _members(sc, host, spec.var):
                     if axis in "xy":
@@ -156,7 +144,7 @@ def _swap_kernel(sc: SourceScan, kernel: Function) -> tuple[str, bool, int] | No
 
     def render(span: tuple[int, int]) -> str:
         inner = {(p, p + 1): letter for p, letter in small.items() if span[0] <= p < span[1]}
-        return apply(sc.source[span[0]:span[1]], {(s - span[0], e - span[0]): t for (s, e), t in inner.items()})
+        return layout.apply(sc.source[span[0]:span[1]], {(s - span[0], e - span[0]): t for (s, e), t in inner.items()})
 
     for target, src in comp_edits.items():
         edits[target] = render(src)
@@ -164,7 +152,7 @@ def _swap_kernel(sc: SourceScan, kernel: Function) -> tuple[str, bool, int] | No
         if not any(s <= pos < e for s, e in comp_edits):
             edits[(pos, pos + 1)] = letter
     try:
-        new = apply(sc.source, edits)
+        new = layout.apply(sc.source, edits)
     except ValueError:
         return None
     if new == sc.source:

@@ -375,9 +375,4 @@ def tile_shared_edits(source: str, findings: Sequence[Any] = ()) -> list[EditPro
     sc = scan(source)
     if re.search(r"\b(__shared__|__syncthreads|__shfl\w*|__syncwarp|atomic\w+)\b", sc.text):
         return []
-    out = []
-    for fn in sc.kernels():
-        edit = _kernel_edit(sc, fn, findings)
-        if edit is not None:
-            out.append(edit)
-    return out
+    return [edit for fn in sc.kernels() if (edit := _kernel_edit(sc, fn, findings)) is not None]

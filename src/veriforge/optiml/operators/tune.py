@@ -155,20 +155,14 @@ def find_tunables(source: str) -> list[Tunable]:
             return True
         return bool(TUNING_NAME.search(name)) and bool(set(roles) & {"shared", "loop", "grid", "kernel"})
 
-    for m in DEFINE.finditer(sc.text):
-        name = m.group(1)
-        roles = _roles(sc, name, block_ids, grid_ids)
-        if keep(name, roles):
-            seen.add(name)
-            found.append(Tunable(name, int(m.group(2)), "define", sc.line(m.start()), roles,
-                                 ((m.start(2), m.end(2), 0),)))
-    for m in CONST_DECL.finditer(sc.text):
-        name = m.group(1)
-        roles = _roles(sc, name, block_ids, grid_ids)
-        if keep(name, roles):
-            seen.add(name)
-            found.append(Tunable(name, int(m.group(2)), "const", sc.line(m.start()), roles,
-                                 ((m.start(2), m.end(2), 0),)))
+    for pattern, kind in ((DEFINE, "define"), (CONST_DECL, "const")):
+        for m in pattern.finditer(sc.text):
+            name = m.group(1)
+            roles = _roles(sc, name, block_ids, grid_ids)
+            if keep(name, roles):
+                seen.add(name)
+                found.append(Tunable(name, int(m.group(2)), kind, sc.line(m.start()), roles,
+                                     ((m.start(2), m.end(2), 0),)))
     for fn in sc.functions:
         if fn.kernel or fn.device:
             continue
