@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from veriforge.core import pyparse as _pyparse
+from veriforge.cuda.source_reader import blank
 
 __all__ = ["ANALYSIS_FEATURES", "FEATURES_VERSION", "FEATURE_NAMES", "TEXT_FEATURES", "analysis_features",
            "feature_vector", "normalise_source", "static_features", "text_features"]
@@ -73,21 +74,9 @@ ANALYSIS_FEATURES: tuple[str, ...] = (
 FEATURE_NAMES: tuple[str, ...] = tuple(f"text.{n}" for n in TEXT_FEATURES) + tuple(
     f"analysis.{n}" for n in ANALYSIS_FEATURES)
 
-_C_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-_C_STRINGS = re.compile(r'"(?:\\.|[^"\\\n])*"')
-
-
 def _strip_c_comments(text: str) -> str:
-    # Keep string literals (a "//" inside one is not a comment): mask them, strip, unmask.
-    literals: list[str] = []
-
-    def keep(m: re.Match[str]) -> str:
-        literals.append(m.group(0))
-        return f"\x00{len(literals) - 1}\x00"
-
-    masked = _C_STRINGS.sub(keep, text)
-    stripped = _C_COMMENT.sub(" ", masked)
-    return re.sub(r"\x00(\d+)\x00", lambda m: literals[int(m.group(1))], stripped)
+    """Each comment one space; string and char literals kept (a ``"//"`` inside one is not a comment)."""
+    return blank(text, literals=False, squeeze=True)
 
 
 def _compact(text: str) -> str:

@@ -1,8 +1,9 @@
 """Just enough reading of a CUDA source file to edit it safely: functions, launches, constants.
 
 The built-in edit operators rewrite text at exact character positions, so everything here works
-on the comment- and string-blanked text of :func:`veriforge.cuda.evaluate.cleanup.strip_c`
-(positions preserved) and returns spans into the original source. A small integer evaluator
+on the comment- and string-blanked text of the project's one source reader
+(:func:`veriforge.cuda.source_reader.blank`, continued lines spliced, positions preserved) and
+returns spans into the original source. A small integer evaluator
 resolves launch configurations from literal constants (``#define``, ``const``/``constexpr``,
 host locals, ``dim3`` components) so an operator can stay inside hardware limits *before*
 spending an evaluation; anything it cannot resolve is ``None`` and the verifier decides.
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veriforge.core import pyparse as _pyparse
-from veriforge.cuda.evaluate.cleanup import strip_c
+from veriforge.cuda.source_reader import blank, functions
 from veriforge.optiml.source_tokens import close_of, top_level
 
 __all__ = ["Function", "Launch", "SourceScan", "eval_int", "grid_follow_spans", "identifiers", "param_parts", "scan",
@@ -151,7 +152,7 @@ class SourceScan:
 
 
 def scan(source: str) -> SourceScan:
-    text = strip_c(source)
+    text = blank(source, splice=True)
     out = SourceScan(source=source, text=text, functions=_functions(text))
     for m in re.finditer(r"([A-Za-z_]\w*)\s*(?:<[^<>;]*>)?\s*<<<", text):
         end = text.find(">>>", m.end())
@@ -236,43 +237,8 @@ def identifiers(expr: str) -> set[str]:
 
 
 def _functions(text: str) -> list[Function]:
-    out: list[Function] = []
-    depth, i, n, last_end = 0, 0, len(text), 0
-    while i < n:
-        ch = text[i]
-        if ch == "#" and depth == 0:
-            eol = text.find("\n", i)
-            i = n if eol < 0 else eol
-            last_end = i
-            continue
-        if ch == "{" and depth == 0:
-            head = text[last_end:i]
-            if re.search(r'(extern\s*""|namespace(\s+[\w:]+)?)\s*$', head):
-                last_end = i + 1
-                i += 1
-                continue
-            j, d = i + 1, 1
-            while j < n and d:
-                d += {"{": 1, "}": -1}.get(text[j], 0)
-                j += 1
-            stripped = head.rstrip()
-            m = re.search(r"([A-Za-z_]\w*)\s*\((?:[^()]|\([^()]*\))*\)\s*(?:const\s*)?$", stripped)
-            if m:
-                lead = len(head) - len(head.lstrip())
-                out.append(Function(m.group(1), last_end + lead, i + 1, j - 1,
-                                    "__global__" in head, "__device__" in head and "__global__" not in head))
-            i, last_end = j, j
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth = max(0, depth - 1)
-            if depth == 0:
-                last_end = i + 1
-        elif ch == ";" and depth == 0:
-            last_end = i + 1
-        i += 1
-    return out
+    return [Function(f.name, f.start, f.body[0] + 1, f.body[1], f.kernel, f.device)
+            for f in functions(text) if f.body is not None]
 
 
 def _c_to_py(expr: str) -> str:

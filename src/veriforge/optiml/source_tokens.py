@@ -1,28 +1,24 @@
 """Token- and bracket-level reading of comment/string-blanked C text, shared by the edit operators.
 
-Everything works on the text of :func:`veriforge.cuda.evaluate.cleanup.strip_c` (or the source, where
+Everything works on the text of :func:`veriforge.cuda.source_reader.blank` (or the source, where
 a caller says so) at exact positions, like :mod:`veriforge.optiml.source_scan`. The bracket helpers
-take either a string (one character per position) or a list of :class:`Tok` (one token per position),
-so a character scanner and a token parser share one implementation.
+(:func:`close_of`, :func:`top_level`, from the reader) take either a string (one character per
+position) or a list of :class:`Tok` (one token per position), so a character scanner and a token
+parser share one implementation; :class:`Refuse` (no edit) is the reader's too.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["ASSIGN_OPS", "PAIRS", "Refuse", "Tok", "apply_edits", "close_of", "fresh_name", "line_indent",
-           "statement_after", "tokens", "top_level", "trim_span"]
+from veriforge.cuda.source_reader import PAIRS, Refuse, close_of, top_level
 
-PAIRS = {"(": ")", "[": "]", "{": "}"}
+__all__ = ["ASSIGN_OPS", "PAIRS", "Refuse", "Tok", "apply_edits", "close_of", "fresh_name", "indent_lines",
+           "line_indent", "statement_after", "tokens", "top_level", "trim_span"]
+
 ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}  # assignment operator tokens
-_OPENERS = set(PAIRS)
-_CLOSERS = set(PAIRS.values())
-
-
-class Refuse(Exception):
-    """The code is outside what an operator understands: no edit."""
 
 
 @dataclass(frozen=True)
@@ -57,70 +53,6 @@ def tokens(text: str, start: int, end: int) -> list[Tok]:
     return out
 
 
-class _TokTexts:
-    """The texts of a token list, read in place (no copy per call)."""
-
-    __slots__ = ("toks",)
-
-    def __init__(self, toks: Sequence[Tok]) -> None:
-        self.toks = toks
-
-    def __len__(self) -> int:
-        return len(self.toks)
-
-    def __getitem__(self, k: int) -> str:
-        return self.toks[k].text
-
-
-def _texts(items: str | Sequence[Tok]) -> str | _TokTexts:
-    return items if isinstance(items, str) else _TokTexts(items)
-
-
-def close_of(items: str | Sequence[Tok], open_pos: int, kinds: str = "(", *, typed: bool = False) -> int | None:
-    """Position of the bracket that closes the one at ``open_pos`` (None when it never closes).
-
-    Only brackets whose opener is in ``kinds`` count; everything else is skipped. One depth counter
-    covers all of them: the answer is the first closer that brings it back to 0 (with several kinds a
-    ``)`` may then close a ``[``). ``typed`` instead requires every closer to match the innermost open
-    bracket and answers None on a mismatch or a closer with nothing open.
-    """
-    seq = _texts(items)
-    opens = set(kinds)
-    closes = {PAIRS[o] for o in kinds}
-    depth = 0
-    stack: list[str] = []
-    for k in range(open_pos, len(seq)):
-        x = seq[k]
-        if x in opens:
-            depth += 1
-            stack.append(PAIRS[x])
-        elif x in closes:
-            if typed and (not stack or stack.pop() != x):
-                return None
-            depth -= 1
-            if depth == 0:
-                return k
-    return None
-
-
-def top_level(items: str | Sequence[Tok], start: int, end: int, *, balanced: bool = False) -> Iterator[int]:
-    """Positions in ``[start, end)`` outside every ``()``/``[]``/``{}`` pair (the brackets themselves
-    excluded), in order. ``balanced``: :class:`Refuse` when a closer has nothing open (checked as far
-    as the caller reads)."""
-    seq = _texts(items)
-    depth = 0
-    for k in range(start, end):
-        x = seq[k]
-        if x in _OPENERS:
-            depth += 1
-        elif x in _CLOSERS:
-            depth -= 1
-            if depth < 0 and balanced:
-                raise Refuse("unbalanced brackets")
-        elif depth == 0:
-            yield k
-
-
 def trim_span(text: str, span: tuple[int, int]) -> tuple[int, int]:
     """``span`` without the whitespace at either end."""
     a, b = span
@@ -149,6 +81,11 @@ def line_indent(source: str, pos: int, lines: str | None = None) -> str:
     start = (source if lines is None else lines).rfind("\n", 0, pos) + 1
     rest = source[start:]
     return rest[:len(rest) - len(rest.lstrip(" \t"))]
+
+
+def indent_lines(block: str, prefix: str) -> str:
+    """``block`` with ``prefix`` before every line that is not blank (blank lines become empty)."""
+    return "\n".join(prefix + line if line.strip() else "" for line in block.split("\n"))
 
 
 def fresh_name(text: str, want: str, taken: set[str] | None = None, *, numbered: bool = False,

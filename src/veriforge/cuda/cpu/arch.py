@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 
+from veriforge.cuda.source_reader import balanced, blank, functions, line_end
+
 __all__ = ["DEVICE_MACRO", "apply_arch", "arch_edits"]
 
 DEVICE_MACRO = "VF_CUDA_ARCH_DEVICE_"
@@ -37,18 +39,6 @@ _FUNCTION_HEAD = re.compile(
     r"__attribute__\s*\(\([^()]*\)\)\s*|->\s*[\w:<>,*&\s]+?)*$")
 _CONTROL = re.compile(r"^\s*(?:if|for|while|switch|catch|do|else)\b")
 _INCLUDE_ONLY = re.compile(r"^\s*(?:#\s*include\b.*)?$")
-
-
-def _line_end(text: str, pos: int) -> int:
-    """End of the (possibly backslash-continued) line starting at or containing ``pos``."""
-    while True:
-        end = text.find("\n", pos)
-        if end < 0:
-            return len(text)
-        if end > 0 and text[end - 1] == "\\":
-            pos = end + 1
-            continue
-        return end
 
 
 def _brace_heads(masked: str, pos: int) -> list[str]:
@@ -86,28 +76,11 @@ def _function_side(masked: str, pos: int) -> str | None:
 
 
 def _span_functions(masked: str, start: int, end: int) -> list[str] | None:
-    """Heads of the function definitions at the top level of ``masked[start:end]``; None when the
+    """Heads of the function definitions at namespace scope of ``masked[start:end]``; None when the
     span's braces do not balance (a conditional that opens or closes a scope)."""
-    heads: list[str] = []
-    depth = 0
-    last = start
-    for m in re.finditer(r"[{};]", masked[start:end]):
-        ch, at = m.group(), start + m.start()
-        if ch == "{":
-            if depth == 0:
-                head = _strip_directives(masked[last:at])
-                if _is_function_head(head):
-                    heads.append(head)
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth < 0:
-                return None
-            if depth == 0:
-                last = at + 1
-        elif depth == 0:
-            last = at + 1
-    return heads if depth == 0 else None
+    if not balanced(masked, start, end):
+        return None
+    return [_strip_directives(f.head(masked)) for f in functions(masked, start, end)]
 
 
 class _Group:
@@ -124,7 +97,7 @@ def _groups(text: str, masked: str) -> list[_Group]:
     stack: list[_Group] = []
     for m in _DIRECTIVE.finditer(masked):
         kind = m.group(1)
-        end = _line_end(text, m.start())
+        end = line_end(text, m.start())
         if kind in ("if", "ifdef", "ifndef"):
             g = _Group(m.start())
             g.branches.append((m.start(), end, kind))
@@ -200,9 +173,7 @@ def apply_arch(text: str, masked: str | None = None) -> str:
     """``text`` with :func:`arch_edits` applied (the preprocessing that decides refusals must see
     what the compiler will see)."""
     if masked is None:
-        from .source import mask_source
-
-        masked = mask_source(text)
+        masked = blank(text)
     edits = sorted(arch_edits(text, masked))
     if not edits:
         return text

@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from veriforge.cuda.source_reader import blank
+
 __all__ = ["SUPPORTED", "AsmStatement", "PtxError", "parse_asm", "translate", "translate_asm"]
 
 SUPPORTED = (
@@ -64,13 +66,6 @@ class AsmStatement:
 
 
 # ---- parsing the C++ statement ------------------------------------------------------------------
-
-def _strip_comments(src: str) -> str:
-    """``src`` with comments replaced by spaces; string and character literals kept."""
-    from .source import mask_source
-
-    return mask_source(src, literals=False)
-
 
 def _split_top(text: str, sep: str) -> list[str]:
     """Split at ``sep`` outside brackets and string literals (``asm("..." :: "r"(x))`` has an empty section)."""
@@ -145,7 +140,7 @@ _OPERAND = re.compile(r'^\s*(?:\[\s*(?P<name>\w+)\s*\])?\s*"(?P<c>[^"]*)"\s*\((?
 def parse_asm(body: str) -> AsmStatement:
     """``body``: the text between the parentheses of ``asm(...)`` (comments allowed)."""
     body = re.sub(r"\\[ \t]*\n", "", body)  # line splices (an asm inside a multi-line macro)
-    sections = _split_top(_strip_comments(body), ":")
+    sections = _split_top(blank(body, literals=False), ":")
     template = _string_literals(sections[0])
     stmt = AsmStatement(template=template, basic=len(sections) == 1)
     for index, section in enumerate(sections[1:3]):

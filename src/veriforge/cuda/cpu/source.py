@@ -46,55 +46,11 @@ _TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|::|<<<|>>>|\S")
 
 def mask_source(src: str, *, literals: bool = True) -> str:
     """Return ``src`` with comments and string/char literals replaced by spaces (newlines kept).
-    ``literals=False`` blanks only the comments (the literals' contents are kept, e.g. PTX templates)."""
-    out = list(src)
-    i, n = 0, len(src)
+    ``literals=False`` blanks only the comments (the literals' contents are kept, e.g. PTX templates).
+    The one reader of the project does it: :func:`veriforge.cuda.source_reader.blank`."""
+    from veriforge.cuda.source_reader import blank
 
-    def blank(a: int, b: int) -> None:
-        for k in range(a, b):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        c = src[i]
-        if c == "/" and i + 1 < n and src[i + 1] == "/":
-            j = src.find("\n", i)
-            j = n if j < 0 else j
-            # a backslash-newline continues a // comment
-            while j < n and j > 0 and src[j - 1] == "\\":
-                k = src.find("\n", j + 1)
-                j = n if k < 0 else k
-            blank(i, j)
-            i = j
-        elif c == "/" and i + 1 < n and src[i + 1] == "*":
-            j = src.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            blank(i, j)
-            i = j
-        elif c == "R" and src[i + 1 : i + 2] == '"' and (i == 0 or not (src[i - 1].isalnum() or src[i - 1] == "_")):
-            m = re.match(r'R"([^(\s]*)\(', src[i:])
-            if not m:
-                i += 1
-                continue
-            end = src.find(")" + m.group(1) + '"', i + m.end())
-            end = n if end < 0 else end + len(m.group(1)) + 2
-            if literals:
-                blank(i + 1, end)
-            i = end
-        elif c in "\"'":
-            if c == "'" and i > 0 and (src[i - 1].isalnum()) and i + 1 < n and src[i + 1].isalnum():
-                i += 1  # digit separator 1'000'000
-                continue
-            j = i + 1
-            while j < n and src[j] != c and src[j] != "\n":
-                j += 2 if src[j] == "\\" else 1
-            j = min(j + 1, n)
-            if literals:
-                blank(i + 1, j - 1)
-            i = j
-        else:
-            i += 1
-    return "".join(out)
+    return blank(src, literals=literals)
 
 
 def line_of(text: str, pos: int) -> int:

@@ -24,9 +24,8 @@ from __future__ import annotations
 import functools
 import re
 
+from veriforge.cuda.source_reader import blank, blank_directives, functions, line_of
 from veriforge.cuda.tasks.schema import TaskSpec
-
-from .cleanup import function_bodies, line_of, strip_c
 
 __all__ = ["ALLOWED_HEADERS", "FORBIDDEN_IDENTIFIERS", "scan_c", "scan_c_source_hygiene"]
 
@@ -264,76 +263,78 @@ def scan_c_source_hygiene(source: str, *, torch_headers: bool = False) -> list[s
     (``torch_headers`` then allows ``<torch/...>``, ``<ATen/...>``, ``<c10/...>``, ``<pybind11/...>``)."""
     findings: list[str] = []
 
-    def add(pos_text: str, pos: int, msg: str) -> None:
-        line = f"line {line_of(pos_text, pos)}: {msg}"
+    def add(pos: int, msg: str) -> None:
+        # Every scanned text keeps the offsets of ``source`` (blanking and splicing never move a
+        # character), and only ``source`` still has every newline: lines are counted there.
+        line = f"line {line_of(source, pos)}: {msg}"
         if line not in findings:
             findings.append(line)
 
     m = _RAW_STRING.search(source)
     if m:
-        add(source, m.start(), "raw string literal R\"(...)\": not allowed in a candidate (it hides code from the "
+        add(m.start(), "raw string literal R\"(...)\": not allowed in a candidate (it hides code from the "
                                "checks); use ordinary string literals")
     m = _DIGIT_SEPARATOR.search(source)
     if m:
-        add(source, m.start(), "digit separator (1'000): not allowed in a candidate (it hides code from the checks); "
+        add(m.start(), "digit separator (1'000): not allowed in a candidate (it hides code from the checks); "
                                "write the number without separators")
     source = _normalise(source)
     m = _SPLIT_IDENTIFIER.search(source)
     if m:
-        add(source, m.start(), "line continuation (backslash-newline) inside an identifier: write names on one line")
-    nocomment = strip_c(source, keep_strings=True)
-    text = strip_c(source)
+        add(m.start(), "line continuation (backslash-newline) inside an identifier: write names on one line")
+    nocomment = blank(source, literals=False, splice=True)
+    text = blank(source, splice=True)
     m = _UCN.search(text)
     if m:
-        add(text, m.start(), "universal character name (\\uXXXX) outside a string: write identifiers in plain ASCII")
+        add(m.start(), "universal character name (\\uXXXX) outside a string: write identifiers in plain ASCII")
     m = _MANGLED.search(text)
     if m:
-        add(text, m.start(), f"{m.group(0)}: mangled or libc-internal symbol names (_Z..., __libc_..., _IO_...) "
+        add(m.start(), f"{m.group(0)}: mangled or libc-internal symbol names (_Z..., __libc_..., _IO_...) "
                              f"reach library functions the checks cannot see")
     m = next((m for m in _STD_NAMESPACE.finditer(text) if not re.search(r"\busing\s*$", text[:m.start()])), None)
     if m:
-        add(text, m.start(), "opens namespace std (or a reserved namespace): adding to or redefining the standard "
+        add(m.start(), "opens namespace std (or a reserved namespace): adding to or redefining the standard "
                              "library (e.g. its clocks) is not allowed")
     m = _OPERATOR_NEW.search(text)
     if m:
-        add(text, m.start(), f"defines or calls operator {m.group(1)} directly (replacing the allocator interposes "
+        add(m.start(), f"defines or calls operator {m.group(1)} directly (replacing the allocator interposes "
                              f"on the harness); use new/delete expressions or cudaMalloc")
     for m in _DIRECTIVE.finditer(nocomment):
         directive, rest = m.group(1), m.group(2)
         if directive == "include":
             target = _INCLUDE_TARGET.match(rest)
             if not target:
-                add(nocomment, m.start(), f"#include{rest.rstrip()}: a computed #include (macro or unusual "
+                add(m.start(), f"#include{rest.rstrip()}: a computed #include (macro or unusual "
                                           f"spelling); write #include <header> with a standard header")
             elif target.group(3) is not None:
-                add(nocomment, m.start(), f"#include \"{target.group(3)}\" of another file; a candidate is one "
+                add(m.start(), f"#include \"{target.group(3)}\" of another file; a candidate is one "
                                           f"self-contained source file (standard headers go in <...>, e.g. "
                                           f"#include <cuda_runtime.h>)")
             else:
                 why = _header_problem(target.group(2), torch_headers)
                 if why:
-                    add(nocomment, m.start(), why)
+                    add(m.start(), why)
         elif directive in ("include_next", "import", "embed"):
-            add(nocomment, m.start(), f"#{directive} is not allowed in a candidate (it reads other files)")
+            add(m.start(), f"#{directive} is not allowed in a candidate (it reads other files)")
         elif directive == "pragma":
-            if not _ALLOWED_PRAGMAS.match(strip_c(rest)):
-                add(nocomment, m.start(), f"#pragma{rest.rstrip()[:60]} is not allowed in a candidate (allowed: "
+            if not _ALLOWED_PRAGMAS.match(blank(rest, splice=True)):
+                add(m.start(), f"#pragma{rest.rstrip()[:60]} is not allowed in a candidate (allowed: "
                                           f"#pragma unroll, once, pack and diagnostic pragmas)")
         elif directive in ("define", "undef"):
-            body = strip_c(rest)
+            body = blank(rest, splice=True)
             name = re.match(r"\s*(\w+)", body)
             if name and name.group(1) in _KEYWORDS:
-                add(nocomment, m.start(), f"#{directive} of the keyword {name.group(1)!r}: redefining keywords and "
+                add(m.start(), f"#{directive} of the keyword {name.group(1)!r}: redefining keywords and "
                                           f"CUDA qualifiers hides code from the checks")
             if directive == "define" and _STATIC_IN_MACRO.search(body):
-                add(nocomment, m.start(), "`static` inside a macro hides state kept across calls from the checks; "
+                add(m.start(), "`static` inside a macro hides state kept across calls from the checks; "
                                           "results cached between calls are not allowed")
     if "##" in text:
         pos = text.index("##")
-        add(text, pos, "token pasting (##) in a macro builds names the checks cannot see; write identifiers out")
+        add(pos, "token pasting (##) in a macro builds names the checks cannot see; write identifiers out")
     m = re.search(r"\b_Pragma\b|\b__pragma\b", text)
     if m:
-        add(text, m.start(), "_Pragma(...) is not allowed in a candidate (it hides directives from the checks)")
+        add(m.start(), "_Pragma(...) is not allowed in a candidate (it hides directives from the checks)")
     for span in _ATTRIBUTE_SPAN.finditer(text):
         for w in _ATTRIBUTE_WORD.finditer(span.group(0)):
             word = w.group(1)
@@ -341,22 +342,22 @@ def scan_c_source_hygiene(source: str, *, torch_headers: bool = False) -> list[s
                 msg = f"__attribute__(({word})) runs code outside solve"
             else:
                 msg = f"attribute {word!r} {_ATTRIBUTE_WHY[word]}; not allowed in a candidate"
-            add(text, span.start(), msg)
+            add(span.start(), msg)
     m = _ATTRIBUTE_ANYWHERE.search(text)
     if m and not any(f"'{m.group(1)}'" in f for f in findings):
-        add(text, m.start(), f"attribute {m.group(1)!r} {_ATTRIBUTE_WHY[m.group(1)]}; not allowed in a candidate")
+        add(m.start(), f"attribute {m.group(1)!r} {_ATTRIBUTE_WHY[m.group(1)]}; not allowed in a candidate")
     m = re.search(r"\b_*(constructor|destructor)_*\b", text)
     if m and not any(m.group(1) in f for f in findings):
-        add(text, m.start(), f"{m.group(0)}: code that runs outside solve (constructor/destructor attributes) is "
+        add(m.start(), f"{m.group(0)}: code that runs outside solve (constructor/destructor attributes) is "
                              f"not allowed")
     m = _CODE_LOADING.search(text)
     if m:
-        add(text, m.start(), f"{m.group(1)}: loading or compiling code at run time (driver modules, NVRTC, "
+        add(m.start(), f"{m.group(1)}: loading or compiling code at run time (driver modules, NVRTC, "
                              f"nvJitLink) is not allowed; write the kernels in the source")
-    scan = _blank_directives(text, ("include", "pragma", "line", "error", "warning"))
+    scan = blank_directives(text, ("include", "pragma", "line", "error", "warning"))
     for m in re.finditer(r"\b__builtin_\w+", scan):
         if not _ALLOWED_BUILTINS.match(m.group(0)):
-            add(scan, m.start(), f"{m.group(0)} is not allowed in a candidate (compiler builtins that reach frames, "
+            add(m.start(), f"{m.group(0)} is not allowed in a candidate (compiler builtins that reach frames, "
                                  f"return addresses or other functions hide what the code calls)")
     seen: set[str] = set()
     for m in re.finditer(r"\b[A-Za-z_]\w*\b", scan):
@@ -369,27 +370,25 @@ def scan_c_source_hygiene(source: str, *, torch_headers: bool = False) -> list[s
         why = FORBIDDEN_IDENTIFIERS[name]
 
         if re.match(r"\s*\(", scan[m.end():]):
-            add(scan, m.start(), f"calls {name}(), which {why}")
+            add(m.start(), f"calls {name}(), which {why}")
         else:
-            add(scan, m.start(), f"refers to {name}, which {why} (taking its address, aliasing or declaring it is "
+            add(m.start(), f"refers to {name}, which {why} (taking its address, aliasing or declaring it is "
                                  f"refused like a call)")
     for m in re.finditer(r"(?<![\w.>])(?:::\s*)?\b(" + "|".join(_FORBIDDEN_CALL_ONLY) + r")\s*\(", scan):
         if _MEMBER_BEFORE.search(scan[max(0, m.start() - 4): m.start()]):
             continue
-        add(scan, m.start(), f"calls {m.group(1)}(), which {_FORBIDDEN_CALL_ONLY[m.group(1)]}")
-    for name, header, _body, line in function_bodies(text):
+        add(m.start(), f"calls {m.group(1)}(), which {_FORBIDDEN_CALL_ONLY[m.group(1)]}")
+    for name, header, _body, line in _definitions(text, source):
         if name in _LIBC_NAMES and not re.search(r"\b__device__\b", header):
             findings.append(f"line {line}: defines {name}(), a C library function the harness itself calls "
                             f"(interposing library functions is not allowed; give your helper another name)")
     return findings
 
 
-def _blank_directives(text: str, names: tuple[str, ...]) -> str:
-    """``text`` with the given preprocessor lines blanked (positions kept)."""
-    def blank(m: re.Match[str]) -> str:
-        return re.sub(r"[^\n]", " ", m.group(0)) if m.group(1) in names else m.group(0)
-
-    return _DIRECTIVE.sub(blank, text)
+def _definitions(text: str, source: str) -> list[tuple[str, str, str, int]]:
+    """``(name, header, body, line of the brace)`` of each function definition of blanked ``text``."""
+    return [(f.name, f.head(text), text[f.body[0] + 1:f.body[1]], line_of(source, f.body[0]))
+            for f in functions(text) if f.body is not None]
 
 
 def _loop_bodies(body: str) -> list[str]:
@@ -444,29 +443,29 @@ def scan_c(source: str, spec: TaskSpec | None = None) -> list[str]:
     """Reasons to reject ``source`` without running it (empty list: nothing found)."""
     findings = scan_c_source_hygiene(source)
     source = _normalise(source)
-    text = strip_c(source)
+    text = blank(source, splice=True)
     entry = spec.entry if spec else "solve"
     for m in _API_DEFINE.finditer(text):
-        findings.append(f"line {line_of(text, m.start())}: #{m.group(1)} of the CUDA/timing name {m.group(2)!r} "
+        findings.append(f"line {line_of(source, m.start())}: #{m.group(1)} of the CUDA/timing name {m.group(2)!r} "
                         f"(redefining CUDA API names is timer/API patching)")
-    m = re.search(r"\breference\b", _blank_directives(text, ("include", "pragma")))
+    m = re.search(r"\breference\b", blank_directives(text, ("include", "pragma")))
     if m:
         called = re.match(r"\s*\(", text[m.end():])
-        findings.append(f"line {line_of(text, m.start())}: {'calls' if called else 'refers to'} the task's reference "
+        findings.append(f"line {line_of(source, m.start())}: {'calls' if called else 'refers to'} the task's reference "
                         f"function `reference` (the reference is not available to candidates; implement the "
                         f"computation)")
     m = _ASM.search(text)
     if m:
-        findings.append(f"line {line_of(text, m.start())}: inline assembly ({m.group(1)}) is not allowed: it cannot "
+        findings.append(f"line {line_of(source, m.start())}: inline assembly ({m.group(1)}) is not allowed: it cannot "
                         f"be checked or run on the CPU runtime")
-    blanked = _blank_directives(text, ("include", "pragma"))
+    blanked = blank_directives(text, ("include", "pragma"))
     m = re.search(r"\bvf\s*::|\bnamespace\s+vf\b|\b__vf\w*|\bveriforge\w*", blanked)
     if m is None:
         m = next((x for x in re.finditer(r"\bvf_\w+", blanked) if x.group(0) in _runtime_symbols()), None)
     if m:
-        findings.append(f"line {line_of(text, m.start())}: refers to {m.group(0).strip()!r}, part of veriforge's "
+        findings.append(f"line {line_of(source, m.start())}: refers to {m.group(0).strip()!r}, part of veriforge's "
                         f"runtime and evaluation driver (switching the harness's checks off is not allowed)")
-    funcs = function_bodies(text)
+    funcs = _definitions(text, source)
     for name, _header, _body, line in funcs:
         if re.match(r"cuda[A-Z]\w*$|cu[A-Z]\w*$|nvtx\w*$", name):
             findings.append(f"line {line}: defines {name}(), a CUDA API name (timer/API patching)")
@@ -483,7 +482,7 @@ def scan_c(source: str, spec: TaskSpec | None = None) -> list[str]:
     device = _device_pointers(host, entry, pointer_names)
     for name, _header, body, line in host:
         for m in re.finditer(r"\bstatic\b(?!\s+(const|constexpr)\b)(?![^;(]*\()", body):
-            findings.append(f"line {line_of(text, text.find(body) + m.start())}: `static` variable in host function "
+            findings.append(f"line {line_of(source, text.find(body) + m.start())}: `static` variable in host function "
                             f"{name}() keeps state across calls (results cached between calls are not allowed)")
             break
         for p in sorted(device.get(name, ())):
@@ -511,7 +510,7 @@ def scan_c(source: str, spec: TaskSpec | None = None) -> list[str]:
     if _STREAM_CREATE.search(text) and not _STREAM_WAIT.search(text):
         findings.append("creates a stream but never synchronises it (cudaStreamSynchronize/cudaDeviceSynchronize): "
                         "work left running on a side stream when solve returns is not allowed")
-    findings.extend(_global_state(text))
+    findings.extend(_global_state(text, source))
     return findings
 
 
@@ -605,8 +604,9 @@ def _device_pointers(host: list[tuple[str, str, str, int]], entry: str,
     return device
 
 
-def _global_state(text: str) -> list[str]:
-    """Mutable host variables at file scope (state that survives between calls)."""
+def _global_state(text: str, source: str) -> list[str]:
+    """Mutable host variables at file scope (state that survives between calls) in blanked ``text``
+    (lines counted in ``source``)."""
     out = []
     depth = 0
     start = 0
@@ -626,6 +626,6 @@ def _global_state(text: str) -> list[str]:
                     r"struct|class|enum|template|namespace|static_assert)\b", decl):
                 continue
             if re.match(r"^(static\s+)?[A-Za-z_][\w:<>\s\*]*\s*\*?\s*[A-Za-z_]\w*(\s*\[[^\]]*\])*\s*(=.*)?$", decl):
-                out.append(f"line {line_of(text, k)}: file-scope variable `{decl[:60]}` keeps host state across "
+                out.append(f"line {line_of(source, k)}: file-scope variable `{decl[:60]}` keeps host state across "
                            f"calls (caching results between calls is not allowed)")
     return out

@@ -1254,8 +1254,9 @@ class _Scanner:
                 self._scan_embedded(node, origin, text, what)
 
     def _scan_embedded(self, call: ast.Call, origin: ast.Constant | None, text: str, what: str) -> None:
+        from veriforge.cuda.source_reader import blank, line_of
+
         from .anticheat_c import scan_c_source_hygiene
-        from .cleanup import line_of, strip_c
 
         base = origin.lineno if origin is not None and origin.value == text else None
         for finding in scan_c_source_hygiene(text, torch_headers=True):
@@ -1263,20 +1264,20 @@ class _Scanner:
             inner, msg = (int(m.group(1)), m.group(2)) if m else (1, finding)
             line = base + inner - 1 if base is not None else call.lineno
             self.add(line, f"in the CUDA source passed to {what}(): {msg}")
-        stripped = strip_c(text)
+        stripped = blank(text, splice=True)
         for mm in _CPP_TORCH_CALL.finditer(stripped):
             ns, middle, fname = mm.group(1), mm.group(2), mm.group(3)
             spaces = [p.strip() for p in middle.split("::") if p.strip()]
             if fname in _CPP_TORCH_OK or spaces == ["cuda"]:
                 continue
-            inner = line_of(stripped, mm.start())
+            inner = line_of(text, mm.start())
             line = base + inner - 1 if base is not None else call.lineno
             full = "::".join([ns, *spaces, fname])
             self.add(line, f"in the CUDA source passed to {what}(): calls {full}(), a torch/ATen operator (only "
                            f"allocation such as torch::empty is allowed; the work must be done by your kernels)")
         if re.search(r"\b(torch|at)\s*::|#\s*include\s*<(torch|ATen)/", stripped):
             for mm in _CPP_TENSOR_METHOD.finditer(stripped):
-                inner = line_of(stripped, mm.start())
+                inner = line_of(text, mm.start())
                 line = base + inner - 1 if base is not None else call.lineno
                 self.add(line, f"in the CUDA source passed to {what}(): calls the tensor method .{mm.group(1)}() "
                                f"(ATen compute; the work must be done by your kernels)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from veriforge.cuda.source_reader import blank, functions
 from veriforge.errors import ConfigError
 
 __all__ = ["CSignatureError", "SigParam", "base_type", "find_signature", "is_pointer", "numpy_dtype",
@@ -99,31 +100,17 @@ class SigParam:
     ctype: str
 
 
-def _strip_comments(source: str) -> str:
-    source = re.sub(r"/\*.*?\*/", lambda m: " " * len(m.group(0)), source, flags=re.S)
-    return re.sub(r"//[^\n]*", "", source)
-
-
 def find_signature(source: str, function: str) -> list[SigParam]:
     """Parameters of the definition of ``function`` in C/C++ ``source`` (first definition wins).
 
     Good enough for the plain signatures tasks use (no function-pointer parameters); raises
     :class:`CSignatureError` when no definition is found.
     """
-    text = _strip_comments(source)
-    for m in re.finditer(rf"\b{re.escape(function)}\s*\(", text):
-        start = m.end()
-        depth, i = 1, start
-        while i < len(text) and depth:
-            depth += {"(": 1, ")": -1}.get(text[i], 0)
-            i += 1
-        rest = text[i:].lstrip()
-        if not rest.startswith("{"):
-            continue  # a call or a declaration, not the definition
-        prefix = text[max(0, m.start() - 80): m.start()]
-        if not re.search(r"\bvoid\s*$", prefix):
+    text = blank(source)
+    for fn in functions(text):
+        if fn.name != function or not re.search(r"\bvoid\s*$", text[fn.start:fn.name_start]):
             continue
-        inside = text[start: i - 1].strip()
+        inside = text[fn.params[0] + 1:fn.params[1]].strip()
         if inside in ("", "void"):
             return []
         params = []

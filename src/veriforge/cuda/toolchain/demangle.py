@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 
+from veriforge.cuda.source_reader import open_of
+
 Demangler = Callable[[list[str]], dict[str, str]]
 
 
@@ -83,18 +85,8 @@ def short_name(demangled: str) -> str:
     text = demangled.strip()
     if not text.endswith(")"):
         return text
-    depth = 0
-    open_at = -1
-    for i in range(len(text) - 1, -1, -1):
-        ch = text[i]
-        if ch == ")":
-            depth += 1
-        elif ch == "(":
-            depth -= 1
-            if depth == 0:
-                open_at = i
-                break
-    if open_at <= 0:
+    open_at = open_of(text, len(text) - 1)
+    if not open_at:  # None, or the whole text is one parenthesis
         return text
     head = text[:open_at].rstrip()
     # Drop a leading return type: the last space at template-bracket depth 0 separates it.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from veriforge.cuda.source_reader import FunctionDef, blank, functions, line_of
 from veriforge.errors import CudaError
 
 __all__ = [
@@ -20,7 +21,6 @@ __all__ = [
     "CFunction",
     "CParam",
     "parse_extern_c",
-    "strip_comments_and_strings",
 ]
 
 
@@ -116,62 +116,6 @@ class CFunction:
         return f"{self.return_type} {self.name}({', '.join(p.describe() for p in self.params)})"
 
 
-def strip_comments_and_strings(source: str) -> str:
-    """Blank out comments and the *contents* of string/char literals, keeping offsets and lines.
-
-    Keeping the quotes of ``extern "C"`` intact (only their contents are blanked, except for the
-    literal ``"C"`` which is preserved) lets the caller search the result with plain regexes while
-    reporting line numbers of the original text.
-    """
-    out = list(source)
-    i, n = 0, len(source)
-    while i < n:
-        c = source[i]
-        if c == "/" and i + 1 < n and source[i + 1] == "/":
-            j = source.find("\n", i)
-            j = n if j < 0 else j
-            for k in range(i, j):
-                out[k] = " "
-            i = j
-        elif c == "/" and i + 1 < n and source[i + 1] == "*":
-            j = source.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            for k in range(i, j):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and source[j] != c and source[j] != "\n":
-                j += 2 if source[j] == "\\" else 1
-            if source[i : j + 1] != '"C"':
-                for k in range(i + 1, min(j, n)):
-                    out[k] = " "
-            i = j + 1
-        else:
-            i += 1
-    return "".join(out)
-
-
-_EXTERN_C = re.compile(r'\bextern\s+"C"\s*')
-
-
-def _matching(text: str, open_at: int, open_ch: str, close_ch: str) -> int:
-    depth = 0
-    for i in range(open_at, len(text)):
-        if text[i] == open_ch:
-            depth += 1
-        elif text[i] == close_ch:
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
-def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
-
-
 def _normalise_base(words: list[str]) -> str:
     return " ".join(w for w in words if w not in _QUALIFIERS)
 
@@ -244,64 +188,6 @@ def _split_params(text: str) -> list[str]:
     return parts
 
 
-_DECL = re.compile(r"([A-Za-z_][\w\s\*]*?)\b([A-Za-z_]\w*)\s*\(")
-
-
-def _parse_declarations(clean: str, start: int, end: int, out: dict[str, CFunction], *, single: bool) -> None:
-    """Parse function definitions/declarations in ``clean[start:end]`` at brace depth 0."""
-    pos = start
-    while pos < end:
-        m = _DECL.match(clean, pos) if single else _DECL.search(clean, pos, end)
-        if not m:
-            return
-        prefix = m.group(1)
-        name = m.group(2)
-        open_paren = m.end() - 1
-        close = _matching(clean, open_paren, "(", ")")
-        if close < 0:
-            return
-        after = close + 1
-        while after < end and clean[after].isspace():
-            after += 1
-        words = prefix.replace("*", " * ").split()
-        keywords = {"if", "for", "while", "switch", "return", "sizeof"}
-        is_func = name not in keywords and words and not any(w in keywords for w in words) and \
-            after < len(clean) and clean[after] in "{;"
-        if is_func:
-            ret = " ".join(w for w in words if w not in _QUALIFIERS | {"__global__"}).replace(" *", "*")
-            line = _line_of(clean, m.start(2))
-            params: list[CParam] = []
-            problem = ""
-            raw_params = _split_params(clean[open_paren + 1 : close])
-            try:
-                params = [_parse_param(p, i, name) for i, p in enumerate(raw_params)]
-            except _VoidParams:
-                params = []
-            except BindingSignatureError as exc:
-                problem = str(exc)
-            if "__global__" in words:
-                problem = (f"'{name}' (line {line}) is an extern \"C\" __global__ kernel; the binding calls "
-                           f"host functions - write an extern \"C\" launcher that launches it")
-            elif ret != "void" and not problem:
-                problem = (f"extern \"C\" function '{name}' (line {line}) returns '{ret or 'int'}'; bound "
-                           f"functions must return void (write results into an output tensor)")
-            fn = CFunction(name=name, return_type=ret or "int", params=tuple(params), line=line,
-                           problem=problem)
-            previous = out.get(name)
-            if previous is not None and [p.ctype for p in previous.params] != [p.ctype for p in fn.params]:
-                raise BindingSignatureError(f"extern \"C\" function '{name}' is declared twice with "
-                                            f"different parameters (lines {previous.line} and {fn.line})")
-            if previous is None or clean[after] == "{":
-                out[name] = fn
-        if after < len(clean) and clean[after] == "{":
-            body_end = _matching(clean, after, "{", "}")
-            pos = end if body_end < 0 else body_end + 1
-        else:
-            pos = (after + 1) if after > pos else m.end()
-        if single:
-            return
-
-
 def parse_extern_c(source: str) -> dict[str, CFunction]:
     """Every ``extern "C"`` function of ``source`` by name, in source order.
 
@@ -310,14 +196,39 @@ def parse_extern_c(source: str) -> dict[str, CFunction]:
     return) is still listed, with :attr:`CFunction.problem` saying why; calling it raises
     :class:`BindingSignatureError` with that text, so one helper never breaks the whole source.
     """
-    clean = strip_comments_and_strings(source)
-    functions: dict[str, CFunction] = {}
-    for m in _EXTERN_C.finditer(clean):
-        pos = m.end()
-        if pos < len(clean) and clean[pos] == "{":
-            close = _matching(clean, pos, "{", "}")
-            end = len(clean) if close < 0 else close
-            _parse_declarations(clean, pos + 1, end, functions, single=False)
-        else:
-            _parse_declarations(clean, pos, len(clean), functions, single=True)
-    return functions
+    clean = blank(source)
+    found: dict[str, CFunction] = {}
+    for f in functions(clean, declarations=True):
+        if f.extern_c:
+            _add(found, f, clean)
+    return found
+
+
+def _add(out: dict[str, CFunction], f: FunctionDef, clean: str) -> None:
+    """Record one ``extern "C"`` declaration or definition (a definition replaces a declaration)."""
+    name = f.name
+    prefix = re.sub(r'\bextern\s*"[^"]*"', " ", clean[f.start:f.name_start])
+    words = prefix.replace("*", " * ").split()
+    ret = " ".join(w for w in words if w not in _QUALIFIERS | {"__global__", "extern"}).replace(" *", "*")
+    line = line_of(clean, f.name_start)
+    params: list[CParam] = []
+    problem = ""
+    try:
+        params = [_parse_param(p, i, name) for i, p in enumerate(_split_params(clean[f.params[0] + 1:f.params[1]]))]
+    except _VoidParams:
+        params = []
+    except BindingSignatureError as exc:
+        problem = str(exc)
+    if f.kernel:
+        problem = (f"'{name}' (line {line}) is an extern \"C\" __global__ kernel; the binding calls "
+                   f"host functions - write an extern \"C\" launcher that launches it")
+    elif ret != "void" and not problem:
+        problem = (f"extern \"C\" function '{name}' (line {line}) returns '{ret or 'int'}'; bound "
+                   f"functions must return void (write results into an output tensor)")
+    fn = CFunction(name=name, return_type=ret or "int", params=tuple(params), line=line, problem=problem)
+    previous = out.get(name)
+    if previous is not None and [p.ctype for p in previous.params] != [p.ctype for p in fn.params]:
+        raise BindingSignatureError(f"extern \"C\" function '{name}' is declared twice with "
+                                    f"different parameters (lines {previous.line} and {fn.line})")
+    if previous is None or f.body is not None:
+        out[name] = fn

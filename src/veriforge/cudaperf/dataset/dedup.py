@@ -38,6 +38,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from veriforge.cuda.source_reader import blank
+
 __all__ = ["NEAR_THRESHOLD", "SHINGLE", "DedupIndex", "Duplicate", "ReferenceKeys", "abstract_tokens",
            "bundled_index", "jaccard", "normalised_tokens", "reference_keys"]
 
@@ -70,9 +72,6 @@ _C_TOKEN = re.compile(r"""
   | (?P<other>.)
 """, re.VERBOSE | re.DOTALL)
 
-_C_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-
-
 @dataclass(frozen=True)
 class Tok:
     kind: str  # "num" | "id" | "str" | "op"
@@ -80,7 +79,7 @@ class Tok:
 
 
 def _c_tokens(source: str) -> list[Tok]:
-    text = _C_COMMENT.sub(" ", source)
+    text = blank(source, literals=False, squeeze=True)  # literals stay tokens
     out = []
     for m in _C_TOKEN.finditer(text):
         kind = m.lastgroup or "other"

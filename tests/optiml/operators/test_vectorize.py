@@ -12,7 +12,7 @@ import pytest
 
 from veriforge.cuda import cpu
 from veriforge.optiml.operators import apply_tunables, find_tunables
-from veriforge.optiml.ops_vectorize import vectorize_edits
+from veriforge.optiml.operators.vectorize import vectorize_edits
 
 SIZES = (1, 3, 4, 5, 1000, 1023)
 

@@ -47,8 +47,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from veriforge.optiml.operators import EditProposal, motivating_findings
-from veriforge.optiml.ops_rows import FULL_MASK, TokStmt, kernel_launches, kernel_params, parse_block
+from veriforge.optiml.kernel_reader import FULL_MASK, TokStmt, kernel_launches, kernel_params, parse_block
+from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
 from veriforge.optiml.source_scan import Function, SourceScan, param_parts, scan
 from veriforge.optiml.source_tokens import ASSIGN_OPS, Refuse, Tok, apply_edits, fresh_name, line_indent, tokens
 
@@ -380,6 +380,7 @@ def _check_launches(sc: SourceScan, fn: Function) -> None:
             raise Refuse("block size not a resolvable 1-D multiple of 32")
 
 
+@operator("aggregate", order=100, motives=_MOTIVES, restructuring=True)
 def aggregate_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     """Warp-, block- and grid-stride-aggregated versions of every single-address atomic reduction kernel."""
     sc = scan(source)

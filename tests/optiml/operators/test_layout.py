@@ -14,7 +14,8 @@ import pytest
 
 from veriforge.cuda import cpu
 from veriforge.optiml.operators import find_tunables
-from veriforge.optiml.ops_layout import block_shape_edits, swap_axes_edits
+from veriforge.optiml.operators.block_shape import block_shape_edits
+from veriforge.optiml.operators.swap_axes import swap_axes_edits
 
 # threadIdx.x walks rows (uncoalesced); the grid is written through the block's members.
 ROWS_ON_X = """
@@ -261,10 +262,10 @@ def test_edits_compile_with_nvcc() -> None:
 
 def test_priors_follow_the_predicted_coalescing() -> None:
     """The swap is tried early only where it moves a strided access off the warp's axis."""
-    from veriforge.optiml.ops_layout import axis_strides
+    from veriforge.optiml.operators._layout import axis_strides
     from veriforge.optiml.source_scan import scan
 
-    tasks = Path(__file__).resolve().parents[2] / "src/veriforge/data/tasks/c2cuda"
+    tasks = Path(__file__).resolve().parents[3] / "src/veriforge/data/tasks/c2cuda"
     finding = [{"kind": "uncoalesced_load", "severity": 0.5, "line": 8, "message": "strided"}]
 
     nt = (tasks / "matmul_transposed_b/impls/naive.cu").read_text()

@@ -12,7 +12,7 @@ import pytest
 
 from veriforge.cuda import cpu
 from veriforge.optiml.operators import apply_tunables, find_tunables
-from veriforge.optiml.ops_fuse import fuse_edits
+from veriforge.optiml.operators.fuse import fuse_edits
 
 SIZES = (1, 255, 256, 257, 1000)
 

@@ -9,7 +9,7 @@ import pytest
 
 from veriforge.cuda import cpu
 from veriforge.optiml.operators import apply_tunable, find_tunables
-from veriforge.optiml.ops_rows import rows_edits
+from veriforge.optiml.operators.rows import rows_edits
 
 # `if (r < rows) { ... }` guard, a non-identity initial value (bias) and the `v = v + e` form.
 ROW_SUM = """

@@ -55,17 +55,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from veriforge.optiml.operators import EditProposal, motivating_findings
-from veriforge.optiml.source_scan import DIM3_DECL, Function, Launch, SourceScan, param_parts, scan, split_top
+from veriforge.optiml.kernel_reader import (
+    FULL_MASK,
+    TokStmt,
+    bracket_close,
+    kernel_launches,
+    kernel_params,
+    parse_block,
+)
+from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
+from veriforge.optiml.source_scan import Function, Launch, SourceScan, scan
 from veriforge.optiml.source_tokens import (
     ASSIGN_OPS,
     Refuse,
     Tok,
     apply_edits,
-    close_of,
     fresh_name,
     line_indent,
     tokens,
@@ -102,19 +109,6 @@ _INDEX_TYPES = {"int", "unsigned", "long", "size_t", "int64_t", "uint64_t", "int
                 "ptrdiff_t", "const", "signed", "short"}
 _SUM_ZERO = re.compile(r"^\(?\s*[+]?(?:0+\.?0*|\.0+)[fFlLuU]*\s*\)?$")
 _MAX_FUNCS = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
-FULL_MASK = "0xffffffffu"
-
-
-@dataclass
-class TokStmt:
-    kind: str  # decl | expr | for | if | block | return | empty | other
-    a: int  # token range [a, b)
-    b: int
-    pragmas: list[int] = field(default_factory=list)
-    children: list[TokStmt] = field(default_factory=list)
-    header: tuple[int, int] = (0, 0)  # for/if: tokens inside the parentheses
-    body: TokStmt | None = None
-    orelse: TokStmt | None = None
 
 
 @dataclass
@@ -167,59 +161,6 @@ class _Plan:
 
 # ---------------------------------------------------------------------------------------------
 # Tokens and statements
-
-
-def _match(toks: list[Tok], i: int) -> int:
-    """Index of the bracket closing ``toks[i]``."""
-    k = close_of(toks, i, toks[i].text)
-    if k is None:
-        raise Refuse("unbalanced brackets")
-    return k
-
-
-def parse_block(toks: list[Tok], a: int, b: int) -> list[TokStmt]:
-    out, i, pragmas = [], a, []
-    while i < b:
-        if toks[i].kind == "pp":
-            if not re.fullmatch(r"#\s*pragma\s+unroll(\s+\d+)?\s*", toks[i].text):
-                raise Refuse(f"preprocessor line {toks[i].text!r} in the kernel")
-            pragmas.append(i)
-            i += 1
-            continue
-        stmt = _parse_stmt(toks, i, b)
-        stmt.pragmas = pragmas
-        pragmas = []
-        out.append(stmt)
-        i = stmt.b
-    if pragmas:
-        raise Refuse("dangling pragma")
-    return out
-
-
-def _parse_stmt(toks: list[Tok], i: int, b: int) -> TokStmt:
-    t = toks[i].text
-    if t == "{":
-        j = _match(toks, i)
-        return TokStmt("block", i, j + 1, children=parse_block(toks, i + 1, j))
-    if t == ";":
-        return TokStmt("empty", i, i + 1)
-    if t in ("for", "if") and toks[i].kind == "id":
-        if i + 1 >= b or toks[i + 1].text != "(":
-            raise Refuse(f"malformed {t}")
-        close = _match(toks, i + 1)
-        if close + 1 >= b:
-            raise Refuse(f"{t} without a body")
-        body = _parse_stmt(toks, close + 1, b)
-        stmt = TokStmt(t, i, body.b, header=(i + 2, close), body=body)
-        if t == "if" and body.b < b and toks[body.b].text == "else":
-            stmt.orelse = _parse_stmt(toks, body.b + 1, b)
-            stmt.b = stmt.orelse.b
-        return stmt
-    j = next((k for k in top_level(toks, i, b, balanced=True) if toks[k].text == ";"), b)
-    if j >= b:
-        raise Refuse("statement without ';'")
-    kind = "return" if t == "return" else "other"
-    return TokStmt(kind, i, j + 1)
 
 
 def _split(toks: list[Tok], a: int, b: int, sep: str) -> list[tuple[int, int]]:
@@ -279,7 +220,7 @@ def _subscripts(toks: list[Tok], a: int, b: int) -> list[tuple[str, int, int]]:
     out = []
     for k in range(a, b - 1):
         if toks[k].kind == "id" and toks[k + 1].text == "[":
-            close = _match(toks, k + 1)
+            close = bracket_close(toks, k + 1)
             out.append((toks[k].text, k + 2, close))
     return out
 
@@ -375,24 +316,6 @@ def _parse_decl(toks: list[Tok], st: TokStmt, text: str) -> list[tuple[str, str,
             out.append((name, base, pointer, (x + 2, y)))
         else:
             raise Refuse(f"unsupported declarator of {name}")
-    return out
-
-
-def kernel_params(sc: SourceScan, fn: Function) -> list[tuple[str, bool]]:
-    if "template" in sc.text[fn.header_start:fn.body_start]:
-        raise Refuse("template kernel")
-    parts = param_parts(sc.text, fn, at_call=True)
-    if parts is None:
-        raise Refuse("kernel header")
-    out = []
-    for part in parts:
-        part = part.strip()
-        if part == "void":
-            continue
-        m = re.search(r"([A-Za-z_]\w*)\s*(\[\s*\])?$", part)
-        if not m:
-            raise Refuse("unsupported parameter")
-        out.append((m.group(1), "*" in part or "[" in part or "&" in part))
     return out
 
 
@@ -596,7 +519,7 @@ def _assignment(toks: list[Tok], st: TokStmt) -> tuple[tuple[int, int], str, tup
 
 def _lvalue_subscript(toks: list[Tok], lhs: tuple[int, int]) -> tuple[str, int, int]:
     a, b = lhs
-    if b - a >= 4 and toks[a].kind == "id" and toks[a + 1].text == "[" and _match(toks, a + 1) == b - 1:
+    if b - a >= 4 and toks[a].kind == "id" and toks[a + 1].text == "[" and bracket_close(toks, a + 1) == b - 1:
         return toks[a].text, a + 2, b - 1
     raise Refuse("unsupported assignment target")
 
@@ -741,7 +664,7 @@ def _reduction(toks: list[Tok], lhs: tuple[int, int], op: str, rhs: tuple[int, i
         raise Refuse(f"{op} is not a recognised reduction")
     rt = _texts(toks, ra, rb)
     # fmaxf(v, e) / fmaxf(e, v) / max / min forms
-    if len(rt) >= 6 and rt[0] in _MAX_FUNCS and rt[1] == "(" and _match(toks, ra + 1) == rb - 1:
+    if len(rt) >= 6 and rt[0] in _MAX_FUNCS and rt[1] == "(" and bracket_close(toks, ra + 1) == rb - 1:
         args = _split(toks, ra + 2, rb - 1, ",")
         if len(args) == 2:
             for mine, other in (args, args[::-1]):
@@ -777,56 +700,6 @@ def _identity(red: _Reduction) -> str:
     if red.ctype == "int":
         return "(-2147483647 - 1)" if red.kind == "max" else "2147483647"
     return "-INFINITY" if red.kind == "max" else "INFINITY"
-
-
-def kernel_launches(sc: SourceScan, fn: Function, params: list[tuple[str, bool]], bound: str
-              ) -> list[tuple[Launch, str, str]]:
-    out = []
-    sites = sc.launches_of(fn.name)
-    if not sites:
-        raise Refuse("kernel is never launched")
-    for launch in sites:
-        grid, block = sc.expr(launch.grid), sc.expr(launch.block)
-        if "dim3" in grid or "dim3" in block:
-            raise Refuse("dim3 launch")
-        host = sc.host_function(launch)
-        if host is None:
-            raise Refuse("launch outside a function")
-        host_body = sc.text[host.body_start:host.body_end]
-        dim3_names = {m.group(1) for m in DIM3_DECL.finditer(host_body)}
-        if set(re.findall(r"[A-Za-z_]\w*", grid + " " + block)) & dim3_names:
-            raise Refuse("dim3 launch")
-        dims = sc.block_dims(launch)
-        if dims is None or dims[1] != 1 or dims[2] != 1 or dims[0] % 32 or dims[0] > 1024:
-            raise Refuse("block size not a resolvable multiple of 32")
-        end = sc.text.find(">>>", launch.block[1])
-        k = end + 3
-        while k < len(sc.text) and sc.text[k].isspace():
-            k += 1
-        if k >= len(sc.text) or sc.text[k] != "(":
-            raise Refuse("launch arguments")
-        j = close_of(sc.text, k)
-        if j is None:  # an unclosed call: the arguments run to the end of the text
-            j = len(sc.text)
-        args = [sc.source[a:b].strip() for a, b in split_top(sc.text, k + 1, j)]
-        if len(args) != len(params):
-            raise Refuse("launch argument count")
-        used = set(re.findall(r"[A-Za-z_]\w*", bound))
-        for (name, _), arg in zip(params, args, strict=True):  # repeated in the grid: must be a plain value
-            calls = [f for f in re.findall(r"(\w+)\s*\(", arg) if f not in ("min", "max", "static_cast", "sizeof")]
-            if name in used and (re.search(r"\+\+|--|(?<![=!<>])=(?!=)", arg) or calls):
-                raise Refuse("launch argument with a side effect")
-        mapping = {name: arg for (name, _), arg in zip(params, args, strict=True)}
-
-        def sub(m: re.Match[str], mapping: dict[str, str] = mapping) -> str:
-            arg = mapping.get(m.group(0))
-            if arg is None:
-                return m.group(0)
-            return arg if re.fullmatch(r"[A-Za-z_]\w*|\d+", arg) else f"({arg})"
-
-        rows = re.sub(r"(?<![\w.])[A-Za-z_]\w*", sub, bound)
-        out.append((launch, rows, sc.source[launch.block[0]:launch.block[1]].strip()))
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -988,6 +861,7 @@ def _generate(sc: SourceScan, plan: _Plan, variant: str) -> str:
 # The operator
 
 
+@operator("rows", order=80, motives=_MOTIVES, restructuring=True)
 def rows_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     """Warp-per-row and block-per-row versions of every thread-per-row kernel of ``source``."""
     sc = scan(source)

@@ -8,7 +8,7 @@ import pytest
 
 from veriforge.cuda import cpu
 from veriforge.optiml.operators import apply_tunable, apply_tunables, find_tunables
-from veriforge.optiml.ops_stage import stage_shared_edits
+from veriforge.optiml.operators.stage_shared import stage_shared_edits
 
 # Asymmetric offsets -2..+1 through a constant-trip loop and an alias, a ternary guard, and the
 # centre read outside the loop; weights in a 4-entry table read as w[k + 2].

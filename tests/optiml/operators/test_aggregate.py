@@ -9,7 +9,7 @@ import pytest
 
 from veriforge.cuda import cpu
 from veriforge.optiml.operators import find_tunables
-from veriforge.optiml.ops_aggregate import aggregate_edits
+from veriforge.optiml.operators.aggregate import aggregate_edits
 
 FLOAT_SUM = """
 #include <cuda_runtime.h>

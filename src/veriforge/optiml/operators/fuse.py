@@ -12,9 +12,10 @@ What it matches (anything else is refused — no edit)::
     int unused = n / 2;           // them only declarations without calls whose names no launch uses
     K2<<<G, B>>>(args2);          // the same grid and block text; no shared-memory size, no stream
 
-* Every ``Kk`` is the 1-D element-wise kernel shape that :mod:`.ops_vectorize` recognises and
-  analyses (``int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < B) {...}`` or ``if (i >= B)
-  return; ...``): no shared memory, barriers, warp intrinsics, atomics, grid-stride loops, other
+* Every ``Kk`` is the 1-D element-wise kernel shape that
+  :func:`~veriforge.optiml.kernel_reader.match_elementwise` recognises and analyses
+  (``int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < B) {...}`` or ``if (i >= B) return;
+  ...``): no shared memory, barriers, warp intrinsics, atomics, grid-stride loops, other
   ``return``\\ s or thread built-ins in the body, written pointers only ever accessed as ``P[i]``,
   no scalar parameter or global assigned, device functions called write nothing. The index
   declarations agree (type; integer casts only when the expressions are identical).
@@ -61,18 +62,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from veriforge.optiml.operators import EditProposal, motivating_findings
-from veriforge.optiml.ops_vectorize import (
-    _INT_CAST,
-    _analyse_body,
-    _file_level_names,
-    _indent,
-    _Kernel,
-    _match_kernel,
-    _Param,
+from veriforge.optiml.kernel_reader import (
+    INT_CAST,
+    ElemKernel,
+    ElemParam,
+    analyse_elementwise,
+    file_level_names,
+    match_elementwise,
 )
+from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
 from veriforge.optiml.source_scan import Function, Launch, SourceScan, identifiers, scan, split_top
-from veriforge.optiml.source_tokens import Refuse, apply_edits, close_of, fresh_name, line_indent, tokens
+from veriforge.optiml.source_tokens import Refuse, apply_edits, close_of, fresh_name, indent_lines, line_indent, tokens
 
 __all__ = ["fuse_edits"]
 
@@ -95,7 +95,7 @@ _TYPE_KEYWORDS = {"int", "unsigned", "signed", "long", "short", "char", "float",
 class _Site:
     """One launch statement of a matching kernel."""
 
-    k: _Kernel
+    k: ElemKernel
     fn: Function  # the kernel's definition
     launch: Launch
     stmt: tuple[int, int]  # the statement in the source: kernel name .. ``;`` inclusive
@@ -126,7 +126,7 @@ def _norm(expr: str) -> str:
     return " ".join(expr.split())
 
 
-def _pointer_type(p: _Param) -> tuple[str, bool] | None:
+def _pointer_type(p: ElemParam) -> tuple[str, bool] | None:
     """``(base, const pointee)`` of a ``T*`` parameter (cv and restrict dropped); None when exotic."""
     ty = _RESTRICT.sub(" ", p.type_text)
     if ty.count("*") != 1 or "&" in ty or "volatile" in ty:
@@ -139,7 +139,7 @@ def _pointer_type(p: _Param) -> tuple[str, bool] | None:
     return base, const
 
 
-def _scalar_type(p: _Param) -> str | None:
+def _scalar_type(p: ElemParam) -> str | None:
     ty = p.type_text
     if "&" in ty or "*" in ty or "volatile" in ty or "[" in ty:
         return None
@@ -179,7 +179,7 @@ def _pure_arg(arg: str) -> bool:
     return all(m.group(1) in _CAST_WORDS for m in _CALL.finditer(arg))
 
 
-def _accesses(sc: SourceScan, k: _Kernel, pointers: set[str]) -> tuple[set[str], set[str],
+def _accesses(sc: SourceScan, k: ElemKernel, pointers: set[str]) -> tuple[set[str], set[str],
                                                                       list[tuple[int, int, str]]] | None:
     """Pointer parameters written, those accessed at another index than ``P[ivar]``, and the spans
     (into the source) of the ``P[ivar]`` accesses with the parameter's name."""
@@ -215,7 +215,7 @@ def _host_pointer_ok(sc: SourceScan, host: Function, name: str) -> bool:
     return not re.search(rf"(?:\+\+|--)\s*{re.escape(name)}\b|\b{re.escape(name)}\s*(?:\+\+|--|[-+]=)", body)
 
 
-def _site(sc: SourceScan, la: Launch, matched: dict[str, tuple[Function, _Kernel]]) -> _Site | None:
+def _site(sc: SourceScan, la: Launch, matched: dict[str, tuple[Function, ElemKernel]]) -> _Site | None:
     if la.kernel not in matched:
         return None
     fn, k = matched[la.kernel]
@@ -271,10 +271,10 @@ def _site(sc: SourceScan, la: Launch, matched: dict[str, tuple[Function, _Kernel
 # Chains of launches
 
 
-def _index_key(k: _Kernel) -> tuple[str, str]:
+def _index_key(k: ElemKernel) -> tuple[str, str]:
     itype = _norm(re.sub(r"\bconst\b", " ", k.itype))
     init = re.sub(r"\s+", "", k.init)
-    return itype, init if _INT_CAST.search(k.init) else "plain"
+    return itype, init if INT_CAST.search(k.init) else "plain"
 
 
 def _gap_names(sc: SourceScan, start: int, end: int) -> set[str] | None:
@@ -338,7 +338,7 @@ def _kernel_names(sc: SourceScan, fn: Function) -> set[str]:
             if t.kind == "id" and not (j and toks[j - 1].text in (".", "->"))}
 
 
-def _declares(sc: SourceScan, k: _Kernel, name: str) -> bool:
+def _declares(sc: SourceScan, k: ElemKernel, name: str) -> bool:
     """Whether BODY (re)declares ``name`` (a type word, ``*`` or ``,`` after one, before it)."""
     toks = tokens(sc.text, *k.body)
     for j, t in enumerate(toks):
@@ -402,7 +402,7 @@ def _fused_params(sc: SourceScan, chain: list[_Site]) -> tuple[list[_FParam], li
 
 def _file_names(sc: SourceScan) -> set[str]:
     """Names a kernel body may mean at file level: macros, globals, functions."""
-    return _file_level_names(sc) | {f.name for f in sc.functions}
+    return file_level_names(sc) | {f.name for f in sc.functions}
 
 
 def _renamed_body(sc: SourceScan, s: _Site, rename: dict[str, str], regs: dict[str, str]) -> str:
@@ -493,7 +493,7 @@ def _fuse(sc: SourceScan, chain: list[_Site]) -> tuple[str, str, dict[str, Any]]
             body = _renamed_body(sc, s, rename, {n: regs[fp.name] for n, fp in m.items() if fp.name in regs})
         except Refuse:
             return None
-        blocks.append(f"{indent + step}{{  // {s.k.name}\n{_indent(body, indent + step * 2)}\n{indent + step}}}")
+        blocks.append(f"{indent + step}{{  // {s.k.name}\n{indent_lines(body, indent + step * 2)}\n{indent + step}}}")
     blocks += [f"{indent + step}{fp.name}[{ivar}] = {regs[fp.name]};" for fp in forwarded]
     # The guard: the first kernel's bound in fused names.
     bound_map = {n: fp.name for n, fp in maps[0].items()}
@@ -569,18 +569,19 @@ def _fuse(sc: SourceScan, chain: list[_Site]) -> tuple[str, str, dict[str, Any]]
 # The operator
 
 
+@operator("fuse", order=110, motives=_MOTIVES, restructuring=True)
 def fuse_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     """One edit per maximal chain of fusable consecutive launches of ``source`` (see module doc)."""
     sc = scan(source)
-    matched: dict[str, tuple[Function, _Kernel]] = {}
+    matched: dict[str, tuple[Function, ElemKernel]] = {}
     counts: dict[str, int] = {}
     for fn in sc.kernels():
         counts[fn.name] = counts.get(fn.name, 0) + 1
     for fn in sc.kernels():
         if counts[fn.name] != 1 or "template" in sc.text[fn.header_start:fn.body_start]:
             continue  # overloads and templates: which definition a launch calls is not read here
-        k = _match_kernel(sc, fn)
-        if k is None or not _analyse_body(sc, k):
+        k = match_elementwise(sc, fn)
+        if k is None or not analyse_elementwise(sc, k):
             continue
         matched[fn.name] = (fn, k)
     if len(sc.launches) < 2 or not matched:

@@ -10,7 +10,7 @@ import pytest
 
 from veriforge.cuda import cpu
 from veriforge.optiml.operators import find_tunables
-from veriforge.optiml.ops_tile import tile_shared_edits
+from veriforge.optiml.operators.tile_shared import tile_shared_edits
 
 # NN layout, guard as an if-block, literal 16x16 block.
 MATMUL_NN = """

@@ -9,7 +9,7 @@ from shared memory: every global element is read once per block instead of once 
 Recognised shape (anything else yields no edit):
 
 * one ``__global__`` kernel with exactly one launch site; no ``__shared__``, barriers, warp intrinsics,
-  ``while``/``switch`` (the statement parser of :mod:`ops_stage` refuses them);
+  ``while``/``switch`` (the statement parser of :mod:`~veriforge.optiml.kernel_reader` refuses them);
 * top-level ``int`` locals first, among them two thread coordinates ``row = blockIdx.y * blockDim.y +
   threadIdx.y`` and ``col = blockIdx.x * blockDim.x + threadIdx.x`` (any names, any order), all immutable;
 * a guard on both coordinates against plain ``int`` parameters: ``if (row < M && col < N) { ... }`` or
@@ -17,11 +17,10 @@ Recognised shape (anything else yields no edit):
 * inside: ``float acc = <literal>;``, then the only loop ``for (int k = 0; k < K; ++k) acc += X[i] * Y[j];``
   (``K`` a plain ``int`` parameter), then any statements (the store), which contain no loop;
 * ``X``/``Y`` are ``float`` pointer parameters named nowhere but in the product (so never written,
-  cast or aliased), and each index is affine
-  ``a * s + b * k + c`` (resolved through immutable int locals and ``#define`` constants by
-  :class:`ops_stage.Analyzer`) where ``s`` is exactly one of the two coordinates, ``a``, ``b``, ``c``
-  involve only int parameters/constants, and ``b == 1`` ("sk": ``A[row * K + k]``) or ``a == 1``
-  ("ks": ``B[k * N + col]``).
+  cast or aliased), and each index is affine ``a * s + b * k + c`` (resolved through immutable int
+  locals and ``#define`` constants by :class:`~veriforge.optiml.kernel_reader.Analyzer`) where ``s``
+  is exactly one of the two coordinates, ``a``, ``b``, ``c`` involve only int parameters/constants,
+  and ``b == 1`` ("sk": ``A[row * K + k]``) or ``a == 1`` ("ks": ``B[k * N + col]``).
 
 The edit: ``#define TILE 16`` (tunable: correct for any TILE with TILE * TILE <= 1024), the launch becomes
 ``<<<dim3((N + TILE - 1) / TILE, (M + TILE - 1) / TILE), dim3(TILE, TILE)>>>`` with the launch's own
@@ -50,8 +49,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from veriforge.optiml.operators import EditProposal, motivating_findings
-from veriforge.optiml.ops_stage import Analyzer, Node, Poly, Stmt, gcoord, is_int_type, walk_nodes, walk_stmts
+from veriforge.optiml.kernel_reader import Analyzer, Node, Poly, Stmt, gcoord, is_int_type, walk_nodes, walk_stmts
+from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
 from veriforge.optiml.source_scan import Function, SourceScan, scan
 from veriforge.optiml.source_tokens import Refuse, apply_edits, fresh_name, trim_span
 
@@ -370,14 +369,10 @@ def _render(sc: SourceScan, fn: Function, launch: Any, an: Analyzer, plan: _Plan
                          "layouts": [plan.first.layout, plan.second.layout], "findings": motive}, prior)
 
 
+@operator("tile_shared", order=120, motives=_MOTIVES, restructuring=True)
 def tile_shared_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     """Tile each recognised naive inner-product kernel in shared memory (see the module docstring)."""
     sc = scan(source)
     if re.search(r"\b(__shared__|__syncthreads|__shfl\w*|__syncwarp|atomic\w+)\b", sc.text):
         return []
-    out = []
-    for fn in sc.kernels():
-        edit = _kernel_edit(sc, fn, findings)
-        if edit is not None:
-            out.append(edit)
-    return out
+    return [edit for fn in sc.kernels() if (edit := _kernel_edit(sc, fn, findings)) is not None]
