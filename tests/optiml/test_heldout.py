@@ -6,6 +6,8 @@ import json
 import re
 import shutil
 
+import pytest
+
 from veriforge.core.store import RunStore
 from veriforge.core.types import Candidate
 from veriforge.cuda.tasks import find_task, load_task
@@ -117,3 +119,14 @@ def test_sizes_outside_the_task_are_dropped_not_blamed(tmp_path):
     assert held.dropped and all("outside the task's domain" in why for why in held.dropped.values())
     if held.configs:   # whatever is kept, the start passes (it decided)
         assert held.check(start).ok
+
+
+def test_a_candidate_wrong_as_a_whole_is_blamed_without_asking_the_bundled_implementations(tmp_path, monkeypatch):
+    spec = _aligned_vector_add(tmp_path)
+    held = HeldOut(spec, Candidate(source=START), store=RunStore(tmp_path / "runs.sqlite"))
+    held.prepare()
+    assert held.configs
+    monkeypatch.setattr(held, "_outside_domain", lambda name: pytest.fail("no size can excuse a whole failure"))
+    ev = held.check(Candidate(source=START.replace("int i =", "int i = undeclared_name +")))
+    assert not ev.ok and ev.rejected_reason.startswith("failed as a whole at held-out input sizes")
+    assert "heldout." not in ev.rejected_reason        # config names encode the sizes: not in the reason

@@ -207,6 +207,10 @@ def test_dropped_replies_reach_tree_json_and_the_report(tmp_path):
     assert tree["proposer_calls"] == {"model": proposer.calls} and proposer.calls >= 2
     assert any("no edit" in r or "no code" in r or "section" in r for r in reasons), reasons
     assert any(r.startswith("model call failed") and "HTTP 500" in r for r in reasons), reasons
+    assert [s["kind"] for s in tree["proposer_skips"]].count("call_failed") == 1
+    from veriforge.optiml.report import skips_line
+
+    assert "1 failed" in skips_line(tree["proposer_skips"], tree["proposer_calls"])
     assert all(s["proposer"] == "model" and s["node"] in (0, 1) for s in tree["proposer_skips"])
     html = render_report(result)
     assert "proposals dropped before evaluation" in html and "HTTP 500" in html

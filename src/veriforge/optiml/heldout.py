@@ -145,10 +145,10 @@ class HeldOut:
         """Why config ``name`` is outside the task (a bundled implementation fails there too), or None."""
         if self.spec.folder is None:
             return None
+        from veriforge.core.types import Candidate
+
         cfg = next(c for c in self.configs if c.name == name)
         for impl in self.spec.implementations:
-            from veriforge.core.types import Candidate
-
             src = (self.spec.folder / impl.file).read_text()
             try:
                 res = self._evaluate(Candidate(source=src), [cfg])
@@ -169,20 +169,21 @@ class HeldOut:
             except Exception as exc:
                 return Evaluation.failed(f"held-out check could not run: {type(exc).__name__}: {exc}")
             failed = [r for r in res.verdict.results if not r.passed]
-            if not res.verdict.compiled:
-                failed_names = [c.name for c in self.configs]
-            else:
-                failed_names = [r.config for r in failed]
-                if not failed_names and not res.correct:
-                    failed_names = [c.name for c in self.configs]
+            if not res.correct and not failed:
+                # wrong as a whole (did not compile, refused, crashed before any config): no size to excuse;
+                # the verdict's own reason may name the configs (and so their sizes), so it stays in tree.json
+                self.checks[cand.hash] = {"passed": False, "failed": [c.name for c in self.configs],
+                                          "messages": {"*": res.verdict.reason}}
+                return Evaluation.failed("failed as a whole at held-out input sizes never shown to the proposer "
+                                         "(the verdict is in tree.json, heldout)")
             blamed = []
-            for name in failed_names:
-                why = self._outside_domain(name) if name in {c.name for c in self.configs} else None
+            for r in failed:
+                why = self._outside_domain(r.config)
                 if why:
-                    self.dropped[name] = why
-                    self.configs = [c for c in self.configs if c.name != name]
+                    self.dropped[r.config] = why
+                    self.configs = [c for c in self.configs if c.name != r.config]
                 else:
-                    blamed.append(name)
+                    blamed.append(r.config)
             index = {c.name: i + 1 for i, c in enumerate(self.configs)}
             self.checks[cand.hash] = {"passed": not blamed, "failed": blamed,
                                       "messages": {r.config: r.message for r in failed if r.config in blamed}}

@@ -121,7 +121,8 @@ class ModelProposer:
         self.max_features = max_features
         self.gpu = gpu
         self.calls = 0
-        #: every reply section that was dropped, as ``{"node": id, "reason": ...}``
+        #: every failed call (``kind`` "call_failed") and dropped reply section ("dropped"), as
+        #: ``{"node": id, "kind": ..., "reason": ...}``
         self.skipped: list[dict[str, Any]] = []
         self._contract = task_contract(task) if task is not None else None
 
@@ -161,7 +162,7 @@ class ModelProposer:
         try:
             resp = await self.client.chat(messages, **params)
         except LLMRequestError as exc:
-            self._skip(node_id, f"model call failed: {exc}")
+            self._skip(node_id, f"model call failed: {exc}", kind="call_failed")
             return []
         parsed, reasons = parse_edits(resp.text, self.entry)
         for reason in reasons:
@@ -193,9 +194,9 @@ class ModelProposer:
                               prior=prior, metadata={"model": self.client.model, "edit_index": pe.index}))
         return edits
 
-    def _skip(self, node_id: Any, reason: str) -> None:
+    def _skip(self, node_id: Any, reason: str, kind: str = "dropped") -> None:
         log.info("model proposer: node %s: skipped %s", node_id, reason)
-        self.skipped.append({"node": node_id, "reason": reason})
+        self.skipped.append({"node": node_id, "kind": kind, "reason": reason})
 
 
 def _finding(data: Mapping[str, Any]) -> Finding:

@@ -209,7 +209,7 @@ def skips_line(skips: list[dict[str, Any]], calls: dict[str, int]) -> str:
     """Model calls and what was dropped without a node (failed calls, malformed replies, no-op edits)."""
     if not calls and not skips:
         return ""
-    failed = sum(1 for s in skips if str(s.get("reason", "")).startswith("model call failed"))
+    failed = sum(1 for s in skips if s.get("kind") == "call_failed")
     made = ", ".join(f"{n}: {c} call(s)" for n, c in calls.items())
     return f"{made}; {failed} failed; {len(skips) - failed} reply part(s) dropped"
 
