@@ -112,17 +112,17 @@ def test_block_function_keeps_the_users_line_numbers():
 
 
 FALLBACKS = [
-    ("device function with a barrier", r"""
-__device__ void sync_and_add(float* s) { __syncthreads(); s[threadIdx.x] += 1.f; }
-__global__ void k(float* x) { __shared__ float s[64]; s[threadIdx.x] = x[threadIdx.x]; sync_and_add(s);
+    ("recursive device function with a barrier", r"""
+__device__ void sync_down(float* s, int d) { __syncthreads(); if (d > 0) sync_down(s, d - 1); }
+__global__ void k(float* x) { __shared__ float s[64]; s[threadIdx.x] = x[threadIdx.x]; sync_down(s, 2);
     x[threadIdx.x] = s[63 - threadIdx.x]; }
-""", r"calls sync_and_add\(\), which synchronises"),
+""", r"sync_down\(\) is recursive"),
     ("barrier under a thread-dependent condition", r"""
 __global__ void k(int* x) { if (threadIdx.x < 16) { x[threadIdx.x] = 1; __syncthreads(); } }
 """, r"depends on the thread"),
-    ("lockstep volatile", r"""
-__global__ void k(volatile int* s) { s[threadIdx.x] += 1; __syncthreads(); }
-""", r"volatile"),
+    ("volatile spin-wait", r"""
+__global__ void k(volatile int* s) { if (threadIdx.x == 0) s[0] = 1; while (s[0] == 0) {} __syncthreads(); }
+""", r"volatile access in a loop condition"),
     ("barrier in a switch", r"""
 __global__ void k(int* x, int m) { switch (m) { case 0: __syncthreads(); break; } x[threadIdx.x] = 1; }
 """, r"switch"),

@@ -125,7 +125,11 @@ __global__ void k(float* x, volatile int* flag) {
 }
 volatile int* g_ptr;
 """
-    out = rewrite(scan(src))
+    full = rewrite(scan(src))
+    # the kernel's block function (regions.py) reads the LockstepPtr of `flag` declared before it
+    assert full.index("::vf::LockstepPtr<int> flag(vf_volatile_flag);") < full.index("::vf::region_begin")
+    assert "::vf::lockstep_raw(flag)" in full
+    out = strip_region_code(full)  # block functions restore the numbering with #line
     lines = out.splitlines()
     assert len(lines) == len(src.splitlines())
     assert lines[0] == ("__device__ void warpReduce(volatile int *vf_volatile_sdata, int tid) { "

@@ -39,6 +39,7 @@ scans, ``__nanosleep`` - keeps the fiber path; :func:`plan_kernels` says which k
 
 from __future__ import annotations
 
+import contextvars
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -117,8 +118,20 @@ def _text(node: Any) -> str:
     return node.text.decode(errors="surrogateescape")
 
 
+# The user's line of each row of the text being analysed, while a kernel whose synchronising device
+# functions were inlined (region_inline.py) is planned; None: the text is the user's own.
+_ROWS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("vf_region_rows", default=None)
+
+
+def _row_line(row: int) -> int:
+    rows = _ROWS.get()
+    if rows is not None and 0 <= row < len(rows):
+        return rows[row]
+    return row + 1
+
+
 def _line(node: Any) -> int:
-    return int(node.start_point[0]) + 1
+    return _row_line(int(node.start_point[0]))
 
 
 def _walk(node: Any):
@@ -184,6 +197,7 @@ class RegionContext:
     macros: dict[str, str] = field(default_factory=dict)  # name -> body (params blanked to `@`)
     mutable_globals: set[str] = field(default_factory=set)
     macro_class: dict[str, int] = field(default_factory=dict)
+    fn_defs: dict[str, int] = field(default_factory=dict)  # function definitions per name, all files
 
     @classmethod
     def from_texts(cls, texts: Iterable[str]) -> RegionContext:
@@ -216,6 +230,7 @@ class RegionContext:
                     name = re.sub(r"<.*", "", name).strip()
                     if name:
                         bodies.setdefault(name, []).append(_text(node))
+                        ctx.fn_defs[name] = ctx.fn_defs.get(name, 0) + 1
                 elif node.type == "declaration" and node.parent is not None and node.parent.type in (
                         "translation_unit", "declaration_list", "linkage_specification"):
                     head = _text(node)[: 200]
@@ -425,6 +440,8 @@ class KernelPlan:
     slots: list[str] = field(default_factory=list)
     uniform: list[str] = field(default_factory=list)
     recomputed: list[str] = field(default_factory=list)
+    inlined: list[str] = field(default_factory=list)  # synchronising device functions inlined (calls, in order)
+    lockstep: int = 0            # accesses through volatile pointers kept in block-wide lockstep
 
 
 # ---- the pass ---------------------------------------------------------------------------------
@@ -451,6 +468,9 @@ class _Kernel:
         self.groups: dict[str, tuple[str, str]] = {}
         self.lifted_stmts: dict[int, list[Any]] = {}
         self.idents: dict[str, list[Any]] = {}
+        self.vol = _Volatile()
+        self.lockstep: dict[int, str] = {}  # access through a volatile pointer (lvalue id) -> load/store/rmw
+        self.inlined_spans: list[tuple[int, int]] = []  # lines of the device functions inlined into it
         self.local_names: set[str] = set()  # every name the kernel's body declares, at any depth
         for n in _walk(self.body) if self.body is not None else ():
             if n.type == "identifier":
@@ -549,18 +569,75 @@ def plan_kernels(text: str, context: RegionContext | None = None) -> list[Kernel
     ctx = context if context is not None else RegionContext.from_texts([text])
     src = text.encode(errors="surrogateescape")
     plans = []
+    functions: dict | None = None
     for node in _walk(tree.root_node):
         if node.type != "function_definition" or not _is_global(node):
             continue
         plan = KernelPlan(name=_kernel_name(node), line=_line(node), split=False)
-        k = _Kernel(node, src, ctx)
+        token = None
         try:
+            fn, ksrc, spans = node, src, []
+            body = node.child_by_field_name("body")
+            if body is not None and not body.has_error and _may_inline(body, ctx):
+                # calls of synchronising device functions: the kernel with their bodies inlined
+                from .region_inline import device_functions, expand_kernel
+
+                if functions is None:
+                    functions = device_functions(tree.root_node)
+                local = {n: len(fs) for n, fs in functions.items()}
+                got = expand_kernel(src, node, ctx, functions, local)
+                if got is not None:
+                    new_text, rows, plan.inlined, spans = got
+                    token = _ROWS.set(rows)
+                    fn = _reparse(new_text, node.start_byte)
+                    ksrc = new_text.encode(errors="surrogateescape")
+            if body is not None and b"volatile" in ksrc[fn.start_byte:fn.end_byte]:
+                # statements that load and store through volatile pointers, in two (every line kept)
+                try:
+                    split = _split_lockstep(ksrc.decode(errors="surrogateescape"), fn)
+                except Fallback:
+                    split = None  # the analysis says why
+                if split is not None:
+                    fn = _reparse(split, node.start_byte)
+                    ksrc = split.encode(errors="surrogateescape")
+            k = _Kernel(fn, ksrc, ctx)
+            k.inlined_spans = spans
             _analyse(k, plan)
         except Fallback as why:
             plan.reason = str(why)
             plan.code = ""
+        finally:
+            if token is not None:
+                _ROWS.reset(token)
         plans.append(plan)
     return plans
+
+
+def _may_inline(body: Any, ctx: RegionContext) -> bool:
+    """Whether the kernel calls a function that synchronises (cheap test before inlining)."""
+    for n in _walk(body):
+        if n.type == "call_expression":
+            name, obj = _callee_name(n)
+            if obj is None and name in ctx.tainted and name in ctx.fn_defs:
+                return True
+    return False
+
+
+def _reparse(text: str, start: int) -> Any:
+    """The function definition starting at byte ``start`` of ``text`` (after the pass rewrote it)."""
+    tree = _parse(text)
+    if tree is None:  # pragma: no cover
+        raise Fallback("the rewritten kernel does not parse")
+    for n in _walk(tree.root_node):
+        if n.type == "function_definition" and n.start_byte == start:
+            body = n.child_by_field_name("body")
+            if body is None or body.has_error:
+                bad = next((x for x in _walk(body) if x.type == "ERROR" or x.is_missing), None) if body else None
+                raise Fallback("the kernel with its device functions inlined does not parse cleanly", bad)
+            return n
+        if n.start_byte > start:
+            break
+    raise Fallback("the rewritten kernel does not parse")
 
 
 def region_edits(text: str, context: RegionContext | None = None) -> list[tuple[int, int, str]]:
@@ -625,7 +702,8 @@ def region_induced(log: str, ranges: Iterable[tuple[str, int, int]]) -> bool:
         e = _ERROR.match(line)
         if not e:
             continue
-        if re.search(r"\bvf_(?:[bTstmwai]\d*|rb\d+|first|c)\b|region_|RegionWarp|RegionBlock", e.group(3)):
+        if re.search(r"\bvf_(?:[bTstmwai]\d*|rb\d+|first|c|ret\d+|val\d+|adr\d+|vp\d+)\b|\w_vf\d+\b|region_|"
+                     r"RegionWarp|RegionBlock|lockstep_raw", e.group(3)):
             return True
         file, num = e.group(1), int(e.group(2))
         if num >= GLUE_LINE:
@@ -638,6 +716,284 @@ def region_induced(log: str, ranges: Iterable[tuple[str, int, int]]) -> bool:
     return any(key not in other for key in lam) or any(n == 1 and key not in lam for key, n in other.items())
 
 
+# ---- volatile: warp-synchronous code in block-wide lockstep --------------------------------------
+#
+# Pre-Volta warp-synchronous code (`if (tid < 32) { s[tid] += s[tid + 32]; s[tid] += s[tid + 16]; ... }`
+# over a `volatile` pointer) expects the lanes of a warp to perform each statement together. The
+# fibers get that with a rendezvous at every access (runtime/vf_lockstep.h). A block function gets
+# it from its regions: a region holds at most one statement that accesses memory through a volatile
+# pointer, so every thread of the block performs volatile statement k before any performs k + 1 -
+# block-wide lockstep, a valid GPU schedule that gives the warp-lockstep answer - and a statement
+# that both loads and stores (`s[tid] += s[tid + 16]`) is first split in two (_split_lockstep):
+# the value into a per-thread temporary, then the store, so every thread's loads come before any
+# thread's store. Region code accesses the plain volatile pointers (never the rendezvous).
+
+_DECLARATORS = ("init_declarator", "identifier", "pointer_declarator", "array_declarator", "reference_declarator",
+                "function_declarator", "parenthesized_declarator")
+_ELEMENT_NOISE = re.compile(r"\b(?:volatile|const|static|extern|register|__shared__|__restrict__|__restrict|inline|"
+                            r"__device__|constexpr|thread_local)\b")
+
+
+@dataclass
+class Lockstep:
+    """A statement that accesses memory through a volatile pointer: a region of its own (with the
+    plain statements around it, never with another such statement)."""
+
+    node: Any
+
+
+@dataclass
+class _Volatile:
+    ptrs: dict[str, str] = field(default_factory=dict)      # volatile pointer variable -> element type
+    objects: dict[str, tuple[str, bool]] = field(default_factory=dict)  # __shared__ volatile -> (type, array)
+    params: list[str] = field(default_factory=list)         # the kernel's parameters among ptrs
+    accesses: dict[int, tuple[Any, str]] = field(default_factory=dict)  # lvalue id -> (lvalue, load/store/rmw)
+
+
+def _fn_params(fn: Any) -> list[Any]:
+    d = fn.child_by_field_name("declarator")
+    while d is not None and d.type != "function_declarator":
+        d = d.child_by_field_name("declarator")
+    plist = d.child_by_field_name("parameters") if d is not None else None
+    if plist is None:
+        return []
+    return [p for p in plist.named_children if p.type in ("parameter_declaration", "optional_parameter_declaration")]
+
+
+def _spec_text(src: bytes, decl: Any) -> str:
+    """The declaration's specifiers (everything before its first declarator)."""
+    first = next((c for c in decl.named_children if c.type in _DECLARATORS), None)
+    end = first.start_byte if first is not None else decl.end_byte
+    return src[decl.start_byte:end].decode(errors="surrogateescape")
+
+
+def _volatile_info(fn: Any, src: bytes) -> _Volatile:
+    """The volatile pointers and ``__shared__ volatile`` variables of a function and every access
+    through them; a ``volatile`` the pass does not understand is a Fallback."""
+    info = _Volatile()
+    body = fn.child_by_field_name("body")
+    if body is None or b"volatile" not in src[fn.start_byte:fn.end_byte]:
+        return info
+    params = _fn_params(fn)
+    param_ids = {p.id for p in params}
+    accounted: set[int] = set()
+    other: set[str] = set()
+    for d in params + [n for n in _walk(body) if n.type == "declaration"]:
+        quals = [c for c in d.children if c.type == "type_qualifier" and _text(c) == "volatile"]
+        accounted.update(q.id for q in quals)
+        spec = _spec_text(src, d)
+        shared = "__shared__" in spec
+        elem = " ".join(_ELEMENT_NOISE.sub(" ", spec).split())
+        for c in d.named_children:
+            if c.type not in _DECLARATORS:
+                continue
+            ident = _declarator_ident(c)
+            inner = c.child_by_field_name("declarator") if c.type == "init_declarator" else c
+            for q in _walk(c):  # `int* volatile p`: the pointer itself is volatile (a thread's own)
+                if q.type == "type_qualifier" and _text(q) == "volatile":
+                    accounted.add(q.id)
+            if ident is None:
+                continue
+            name = _text(ident)
+            if not quals:
+                other.add(name)
+                continue
+            if inner is not None and inner.type == "pointer_declarator" and \
+                    _same(inner.child_by_field_name("declarator"), ident):
+                info.ptrs[name] = elem
+                if d.id in param_ids:
+                    info.params.append(name)
+            elif shared and inner is not None and inner.type in ("array_declarator", "identifier"):
+                info.objects[name] = (elem, inner.type == "array_declarator")
+            elif not shared and inner is not None and inner.type in ("array_declarator", "identifier"):
+                other.add(name)  # a thread's own volatile variable: no other thread sees it
+            else:
+                raise Fallback("a volatile declaration the region pass does not understand", d)
+    both = (set(info.ptrs) | set(info.objects)) & other
+    if both:
+        raise Fallback(f"'{sorted(both)[0]}' is declared both volatile and not", fn)
+    for n in _walk(body):
+        if n.type == "type_qualifier" and _text(n) == "volatile" and n.id not in accounted:
+            p = n.parent
+            if p is not None and p.type == "type_descriptor" and p.parent is not None and \
+                    p.parent.type == "cast_expression" and "*" in _text(p):
+                continue
+            raise Fallback("a use of volatile the region pass does not understand", n)
+    for n in _walk(body):
+        hit = False
+        if n.type == "subscript_expression":
+            hit = _vbase(info, n.child_by_field_name("argument"), subscript=True) is not None
+        elif n.type in ("pointer_expression", "field_expression"):
+            op = n.child_by_field_name("operator")
+            if op is not None and _text(op) in ("*", "->"):
+                hit = _vbase(info, n.child_by_field_name("argument")) is not None
+        elif n.type == "identifier" and _text(n) in info.objects and not info.objects[_text(n)][1]:
+            hit = not (n.parent is not None and n.parent.type in (*_DECLARATORS, "declaration"))
+        if hit:
+            lvalue, kind = _access_kind(n)
+            if kind:
+                info.accesses[lvalue.id] = (lvalue, kind)
+    return info
+
+
+def _vbase(info: _Volatile, node: Any | None, subscript: bool = False) -> str | None:
+    """The element type when ``node`` is a pointer to volatile memory (a volatile pointer, a
+    ``(volatile T*)`` cast, pointer arithmetic on one; a ``__shared__ volatile`` array when
+    subscripted), else None."""
+    while node is not None and node.type == "parenthesized_expression" and node.named_children:
+        node = node.named_children[0]
+    if node is None:
+        return None
+    if node.type == "identifier":
+        name = _text(node)
+        if name in info.ptrs:
+            return info.ptrs[name]
+        if subscript and name in info.objects and info.objects[name][1]:
+            return info.objects[name][0]
+        return None
+    if node.type == "cast_expression":
+        t = node.child_by_field_name("type")
+        text = _text(t) if t is not None else ""
+        if "volatile" in text and text.count("*") == 1:
+            return " ".join(_ELEMENT_NOISE.sub(" ", text.replace("*", " ")).split())
+        return None
+    if node.type == "binary_expression" and _text(node.child_by_field_name("operator")) in ("+", "-"):
+        left = _vbase(info, node.child_by_field_name("left"))
+        if left is not None:
+            return left
+        if _text(node.child_by_field_name("operator")) == "+":
+            return _vbase(info, node.child_by_field_name("right"))
+    return None
+
+
+def _access_kind(node: Any) -> tuple[Any, str]:
+    """(the whole lvalue, 'load' | 'store' | 'rmw' | '') of an access through a volatile pointer;
+    '' where it is no access (``&s[i]``, ``sizeof``)."""
+    cur = node
+    while True:
+        p = cur.parent
+        if p is None:
+            return cur, "load"
+        if p.type == "parenthesized_expression":
+            cur = p
+            continue
+        if p.type == "subscript_expression" and _same(p.child_by_field_name("argument"), cur):
+            cur = p  # s[i][j] of a two-dimensional __shared__ volatile array
+            continue
+        if p.type == "field_expression" and _same(p.child_by_field_name("argument"), cur) and \
+                _text(p.child_by_field_name("operator")) == ".":
+            cur = p
+            continue
+        break
+    if p.type == "pointer_expression" and _text(p.child_by_field_name("operator")) == "&":
+        return cur, ""
+    if p.type in ("sizeof_expression", "alignof_expression", "decltype"):
+        return cur, ""
+    if p.type == "assignment_expression" and _same(p.child_by_field_name("left"), cur):
+        return cur, "store" if _text(p.child_by_field_name("operator")) == "=" else "rmw"
+    if p.type == "update_expression":
+        return cur, "rmw"
+    return cur, "load"
+
+
+def _outer_expression(node: Any) -> Any:
+    p = node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        node, p = p, p.parent
+    return p
+
+
+def _split_lockstep(text: str, fn: Any) -> str | None:
+    """``text`` with every statement of ``fn`` that loads and stores through volatile pointers
+    split in two - ``{ T vf_valN = s[t] + s[t + 16]; s[t] = vf_valN; }`` - keeping every line
+    where it was (None: nothing to split). A store the pass cannot separate is a Fallback."""
+    src = text.encode(errors="surrogateescape")
+    info = _volatile_info(fn, src)
+    if not info.accesses:
+        return None
+    edits = []
+    for lv, kind in info.accesses.values():
+        if kind == "load":
+            continue
+        e = _outer_expression(lv)
+        stmt = _outer_expression(e) if e is not None else None
+        if e is None or stmt is None or stmt.type != "expression_statement":
+            raise Fallback("a store through a volatile pointer inside an expression", lv)
+        inside = [x for x, _ in info.accesses.values()
+                  if stmt.start_byte <= x.start_byte and x.end_byte <= stmt.end_byte and x.id != lv.id]
+        if any(info.accesses[x.id][1] != "load" for x in inside):
+            raise Fallback("two stores through volatile pointers in one statement", stmt)
+        if kind == "store" and not inside:
+            continue  # a plain store: a region of its own as it is
+        base = lv
+        while base.type == "parenthesized_expression" and base.named_children:
+            base = base.named_children[0]
+        if base.type == "subscript_expression":
+            elem = _vbase(info, base.child_by_field_name("argument"), subscript=True)
+        elif base.type == "pointer_expression":
+            elem = _vbase(info, base.child_by_field_name("argument"))
+        else:
+            elem = None
+        if not elem or re.search(r"\bauto\b|\bdecltype\b", elem):
+            raise Fallback("a volatile read-modify-write of a type the pass cannot spell", lv)
+        ltext = src[lv.start_byte:lv.end_byte].decode(errors="surrogateescape")
+        if "//" in ltext or "#" in ltext:
+            raise Fallback("a volatile store the pass cannot split", lv)
+        ltext = " ".join(ltext.split())
+        effects = any(x.start_byte >= lv.start_byte and x.end_byte <= lv.end_byte for x in inside) or any(
+            n.type in ("update_expression", "assignment_expression") or
+            (n.type == "call_expression" and _callee_name(n)[0] not in _PURE_CALLS)
+            for n in _walk(lv))
+        n = len(edits)
+        pre, ref = "", ltext
+        if effects:
+            pre, ref = f"volatile {elem}* vf_adr{n} = &({ltext}); ", f"(*vf_adr{n})"
+        if e.type == "update_expression":
+            op = "+" if "++" in _text(e.child_by_field_name("operator")) else "-"
+            value = f"static_cast<{elem}>({ref} {op} 1)"
+        else:
+            right = e.child_by_field_name("right")
+            rtext = src[right.start_byte:right.end_byte].decode(errors="surrogateescape")
+            op = _text(e.child_by_field_name("operator"))
+            value = rtext if op == "=" else f"static_cast<{elem}>(({ref}) {op[:-1]} ({rtext}))"
+        new = f"{{ {pre}{elem} vf_val{n} = {value}; {ref} = vf_val{n}; "
+        old = src[stmt.start_byte:stmt.end_byte].decode(errors="surrogateescape")
+        new += "\n" * max(0, old.count("\n") - new.count("\n")) + "}"
+        edits.append((stmt.start_byte, stmt.end_byte, new))
+    if not edits:
+        return None
+    out = []
+    pos = 0
+    for a, b, new in sorted(edits):
+        out.append(src[pos:a].decode(errors="surrogateescape"))
+        out.append(new)
+        pos = b
+    out.append(src[pos:].decode(errors="surrogateescape"))
+    return "".join(out)
+
+
+def _check_lockstep_statement(k: _Kernel, stmt: Any, sites: list[Any]) -> None:
+    """A statement that is a region's volatile statement: loads only, or one store (the whole
+    expression statement) and nothing else through volatile pointers."""
+    stores = [x for x in sites if k.lockstep[x.id] != "load"]
+    for x in sites:
+        p = x.parent
+        while p is not None and p.id != stmt.id:
+            if p.type == "lambda_expression":
+                raise Fallback("a volatile access inside a lambda", x)
+            p = p.parent
+    if not stores:
+        return
+    if len(stores) > 1:
+        raise Fallback("two stores through volatile pointers in one statement", stmt)
+    x = stores[0]
+    e = _outer_expression(x)
+    if stmt.type != "expression_statement" or e is None or not _same(_outer_expression(e), stmt):
+        raise Fallback("a store through a volatile pointer inside an expression", x)
+    if len(sites) > 1 or k.lockstep[x.id] != "store":
+        raise Fallback("a statement that loads and stores through volatile pointers", stmt)
+
+
 # ---- analysis ---------------------------------------------------------------------------------
 
 def _analyse(k: _Kernel, plan: KernelPlan) -> None:
@@ -645,6 +1001,14 @@ def _analyse(k: _Kernel, plan: KernelPlan) -> None:
     if body is None:
         raise Fallback("no body")
     _collect_sync_sites(k)
+    try:
+        _collect_lockstep_sites(k)
+    except Fallback as why:
+        if k.sync_sites:
+            raise
+        plan.needs_split = False
+        plan.reason = f"no barrier or warp collective; runs as the plain thread loop ({why})"
+        return
     if not k.sync_sites:
         plan.needs_split = False
         why = _single_region_problem(k)
@@ -662,9 +1026,6 @@ def _analyse(k: _Kernel, plan: KernelPlan) -> None:
         bad = next((n for n in _walk(body) if n.type == "ERROR" or n.is_missing), None)
         raise Fallback("the kernel body does not parse cleanly", bad)
     _precheck(k)
-    head = k.text(k.fn.start_byte, body.start_byte)
-    if re.search(r"\bvolatile\b", head):
-        raise Fallback("a volatile parameter (lanes of a warp run in lockstep at its accesses)", k.fn)
     _collect_params(k)
     seq = _build_seq(k, body, None)
     _check_claimed(k)
@@ -678,6 +1039,7 @@ def _analyse(k: _Kernel, plan: KernelPlan) -> None:
     plan.slots = [v.name for v in k.vars if v.kind == "slot"]
     plan.uniform = [v.name for v in k.vars if v.kind == "uniform" and not v.is_param]
     plan.recomputed = [v.name for v in k.vars if v.kind == "remat"]
+    plan.lockstep = len(k.lockstep)
 
 
 _YIELDING = {"clock", "clock64", "__nanosleep", "__globaltimer", "__trap_yield"}
@@ -701,6 +1063,21 @@ def _single_region_problem(k: _Kernel) -> str:
     return ""
 
 
+def _collect_lockstep_sites(k: _Kernel) -> None:
+    k.vol = _volatile_info(k.fn, k.src)
+    k.lockstep = {i: kind for i, (_, kind) in k.vol.accesses.items()}
+    k.sync_sites += [lv for lv, _ in k.vol.accesses.values()]
+    k.sync_sites.sort(key=lambda n: n.start_byte)
+
+
+def _called(ident: Any) -> bool:
+    """Whether ``ident`` names the function of a call (``f(x)``, ``ns::f(x)``, ``f<T>(x)``)."""
+    node, p = ident, ident.parent
+    while p is not None and p.type in ("qualified_identifier", "template_function"):
+        node, p = p, p.parent
+    return p is not None and p.type == "call_expression" and _same(p.child_by_field_name("function"), node)
+
+
 def _collect_sync_sites(k: _Kernel) -> None:
     for n in _walk(k.body):
         if n.type == "call_expression":
@@ -711,10 +1088,9 @@ def _collect_sync_sites(k: _Kernel) -> None:
             t = _text(n)
             if t in k.ctx.tainted and t in k.ctx.macros:
                 k.sync_sites.append(n)
-            elif t == "volatile":
-                k.sync_sites.append(n)
-        elif n.type == "type_qualifier" and _text(n) == "volatile":
-            k.sync_sites.append(n)
+            elif t in k.ctx.tainted and t in k.ctx.fn_defs and t not in k.local_names and not _called(n):
+                raise Fallback(f"uses {t}(), which synchronises, other than by calling it (a call through a "
+                               "pointer cannot be split)", n)
 
 
 def _precheck(k: _Kernel) -> None:
@@ -813,6 +1189,15 @@ def _item_of_statement(k: _Kernel, s: Any, seq: Seq) -> Any:
                 if c.type == "declaration":
                     raise Fallback("a declaration inside #if at the level of a barrier", c)
         return Plain(s)
+    if t in ("expression_statement", "declaration"):
+        sites = _sites_in(k, s)
+        lock = [x for x in sites if x.id in k.lockstep]
+        if lock:
+            if len(lock) != len(sites):
+                raise Fallback("a volatile access in a statement with a barrier or warp collective", s)
+            _check_lockstep_statement(k, s, lock)
+            k.claimed.update(x.id for x in lock)
+            return Lockstep(s)
     if t == "expression_statement":
         expr = s.named_children[0] if s.named_children else None
         if expr is not None and expr.type == "call_expression":
@@ -832,7 +1217,13 @@ def _item_of_statement(k: _Kernel, s: Any, seq: Seq) -> Any:
         if cond is not None and any(c.type in ("declaration", "init_statement") for c in cond.named_children):
             raise Fallback("a declaration in an if condition around a barrier", s)
         cexpr = cond.named_children[-1] if cond is not None and cond.named_children else None
-        if cexpr is None or k.contains_sync(cexpr):
+        if cexpr is None:
+            raise Fallback("an if without a condition", s)
+        sites = _sites_in(k, cexpr)
+        if sites and all(k.lockstep.get(x.id) == "load" for x in sites):
+            _check_lockstep_statement(k, cexpr, sites)  # loads in a masked condition: a region of its own
+            k.claimed.update(x.id for x in sites)
+        elif sites:
             raise Fallback("a barrier or collective in an if condition", s)
         if re.match(r"if\s+constexpr", k.ntext(s)):
             raise Fallback("if constexpr around a barrier", s)
@@ -877,7 +1268,7 @@ def _build_seq(k: _Kernel, node: Any, owner: Any) -> Seq:
 
 def _declare_items(k: _Kernel, seq: Seq) -> None:
     for item in seq.items:
-        node = item.node if isinstance(item, (Plain, Collective)) else None
+        node = item.node if isinstance(item, (Plain, Collective, Lockstep)) else None
         if node is not None and node.type == "declaration":
             _declare(k, node, seq.end)
 
@@ -918,7 +1309,7 @@ def _loop(k: _Kernel, s: Any) -> Loop:
         update = s.child_by_field_name("update")
         if ini is not None:
             if k.contains_sync(ini):
-                raise Fallback("a collective in a for initializer", s)
+                raise Fallback("a collective or volatile access in a for initializer", s)
             init.append(Plain(ini))
     else:
         c = s.child_by_field_name("condition")
@@ -930,6 +1321,9 @@ def _loop(k: _Kernel, s: Any) -> Loop:
             c = c.named_children[0] if c.named_children else None
         cond = c
     for part in (cond, update):
+        if part is not None and any(x.id in k.lockstep for x in _sites_in(k, part)):
+            raise Fallback("a volatile access in a loop condition (a spin-wait may wait for another thread, "
+                           "which only fibers let run)", s)
         if part is not None and k.contains_sync(part):
             raise Fallback("a barrier or collective in a loop condition", s)
     if body_node is None:
@@ -940,6 +1334,11 @@ def _loop(k: _Kernel, s: Any) -> Loop:
     if init and init[0].node.type == "declaration":
         _declare(k, init[0].node, s.end_byte)
     return loop
+
+
+def _sites_in(k: _Kernel, node: Any) -> list[Any]:
+    a, b = node.start_byte, node.end_byte
+    return [x for x in k.sync_sites if a <= x.start_byte and x.end_byte <= b]
 
 
 def _barrier_kind(k: _Kernel, call: Any) -> str | None:
@@ -1169,7 +1568,7 @@ def _expr_class(k: _Kernel, node: Any | None, *, independent: bool = False) -> i
             if v.kind == "uniform":
                 return 0
             if v.kind == "shared":
-                return 0 if independent else 2
+                return 0 if independent or v.array else 2  # an array's name is its (block-wide) address
             if v.kind == "remat":
                 return 3 if independent else 1
             if independent:
@@ -1469,11 +1868,22 @@ def _classify(k: _Kernel, seq: Seq) -> None:
                 if not v.indep:
                     changed = True
                     break
+    # a volatile access in a loop that repeats while any thread is still in it: it may spin-wait for
+    # another thread of the block, which region execution would only run after the loop
+    for it, _ in items:
+        if isinstance(it, Loop) and not it.uniform and not _early_return_of(k, it) and any(
+                it.start <= lv.start_byte < it.end for lv, _ in k.vol.accesses.values()):
+            raise Fallback("a volatile access in a loop whose trip count depends on the thread or on memory (it "
+                           "may spin-wait for another thread, which only fibers let run)", it.node)
     # thread-dependence of masked constructs with block barriers
     for it, _ in items:
         if isinstance(it, (If, Loop)) and not it.uniform:
             if it.has_block_barrier:
                 if isinstance(it, Loop) and it.escapes:
+                    fn = _early_return_of(k, it)
+                    if fn:
+                        raise Fallback(f"a return in {fn}() before a __syncthreads() (threads that return would "
+                                       "not reach the barrier)", it.node)
                     raise Fallback("break/continue out of a loop with __syncthreads() whose condition is not "
                                    "uniform", it.node)
                 parts = [it.cond] + ([it.update] if isinstance(it, Loop) and it.update is not None else [])
@@ -1502,6 +1912,19 @@ def _classify(k: _Kernel, seq: Seq) -> None:
     for v in k.vars:
         if v.kind == "varying":
             v.kind = "slot"  # refined to "local" by the generator when only one region uses it
+
+
+# region_inline.py leaves an inlined function's early returns with `break` out of this loop
+EARLY_RETURN = re.compile(r"^\(\s*0\s*/\* vf: returns of (\w+)\(\) \*/\s*\)$")
+
+
+def _early_return_of(k: _Kernel, lp: Loop) -> str:
+    """The function whose returns the loop stands for (a `do { } while (0)` that runs once), or ''."""
+    if lp.kind != "do":
+        return ""
+    c = lp.node.child_by_field_name("condition")
+    m = EARLY_RETURN.match(k.ntext(c)) if c is not None else None
+    return m.group(1) if m else ""
 
 
 def _control_dependent(k: _Kernel, node: Any) -> bool:
@@ -1625,7 +2048,11 @@ class _Gen:
         self._plan_storage(items)
         body = self._emit(items)
         line = _line(k.body)
-        return (f"\n#line {line}\n" + self._prologue() + body + _GLUE + "::vf::region_end();\nreturn;\n}\n"
+        # warp-synchronous kernels (reductions, scans: many small regions, often in many template
+        # instances) have their block function compiled once, not again in every launch's thread
+        # loop that inlines the kernel
+        close = "}();\n" if k.lockstep else ""
+        return (f"\n#line {line}\n" + self._prologue() + body + _GLUE + close + "::vf::region_end();\nreturn;\n}\n"
                 + f"#line {line}\n")
 
     def generate_single(self) -> str:
@@ -1646,7 +2073,8 @@ class _Gen:
                 f"::vf::region_end();\nreturn;\n}}\n#line {line}\n")
 
     def _range(self) -> str:
-        return f"// vf-regions: lines {_line(self.k.fn)}-{int(self.k.body.end_point[0]) + 1}"
+        spans = [(_line(self.k.fn), _row_line(int(self.k.body.end_point[0]))), *self.k.inlined_spans]
+        return " ".join(f"// vf-regions: lines {a}-{b}" for a, b in dict.fromkeys(spans))
 
     def _mask(self) -> int:
         self.nmasks += 1
@@ -1666,17 +2094,27 @@ class _Gen:
     def seq(self, seq: Seq, ctx: _Ctx) -> list:
         out: list = []
         run: list = []
+        lockstep = False  # the pending run has its statement that accesses volatile memory
 
         def flush(tail: list | None = None) -> None:
-            nonlocal run
+            nonlocal run, lockstep
             if tail or any(not self._is_remat_decl(e) for e in run):
                 self.regions += 1
                 out.append(_Unit(run, tail or [], ctx))
             run = []
+            lockstep = False
 
         items = list(seq.items)
         for idx, item in enumerate(items):
-            if isinstance(item, Plain):
+            if isinstance(item, Lockstep):
+                if lockstep:
+                    flush()  # every thread finishes the previous one before any starts this one
+                if item.node.type == "declaration":
+                    self._declaration(item.node, run, out, flush)
+                else:
+                    run.append(("stmt", item.node))
+                lockstep = True
+            elif isinstance(item, Plain):
                 node = item.node
                 if node.type == "preproc_call":
                     nxt = items[idx + 1] if idx + 1 < len(items) else None
@@ -2119,6 +2557,8 @@ class _Gen:
         for c in u.tail:
             out += (f"vf_rb{k.site_of[c.id]}.begin();\n" if _collective_kind(k, c)[0] == "block"
                     else f"{self._site(c)}.begin();\n")
+        if self._has_lockstep(u):
+            return out + "::vf::region_loop_plain(vf_b, " + self._LAMBDA + self._emit_body(u, {}) + "});\n}\n"
         narrow = self._narrowing(u)
         split = None if narrow else self._split(u)
         if split:
@@ -2126,6 +2566,12 @@ class _Gen:
             hi = self._emit_body(u, split[2])
             return out + split[0] + self._LAMBDA + lo + "}, " + self._LAMBDA + hi + "});\n}\n"
         return out + (narrow or "::vf::region_loop(vf_b, ") + self._LAMBDA + self._emit_body(u, {}) + "});\n}\n"
+
+    def _has_lockstep(self, u: _Unit) -> bool:
+        """Whether the region belongs to warp-synchronous code (a kernel with volatile accesses: its
+        regions are small, those with the accesses cannot vectorise): one plain loop, a third of
+        region_loop's code to compile."""
+        return bool(self.k.lockstep)
 
     def _emit_body(self, u: _Unit, values: dict[int, str]) -> str:
         """A region's loop body: guard, bindings, the statements, the collectives' operands, the
@@ -2352,7 +2798,13 @@ class _Gen:
         return "".join(out)
 
     def _prologue(self) -> str:
-        lines = [f"::vf::RegionBlock vf_b;  {self._range()}\n", _GLUE, "if (::vf::region_begin(vf_b)) {\n", _SHADOWS]
+        lines = [f"::vf::RegionBlock vf_b;  {self._range()}\n", _GLUE, "if (::vf::region_begin(vf_b)) {\n"]
+        if self.k.lockstep:
+            lines.append("[&]() __attribute__((noinline)) {\n")
+        lines.append(_SHADOWS)
+        # a volatile pointer parameter is a LockstepPtr on the fiber path: its plain pointer here
+        for i, name in enumerate(self.k.vol.params):
+            lines.append(f"auto vf_vp{i} = ::vf::lockstep_raw({name}); [[maybe_unused]] auto {name} = vf_vp{i};\n")
         for i, t in enumerate(self.slot_types):
             lines.append(f"using vf_T{i} = {t};\n")
         size = ["(size_t)64"]

@@ -896,11 +896,17 @@ def rewrite(scanned: ScannedSource, *, probe: bool = False, targets: Mapping[str
     _rewrite_launches(text, masked, edits, launch_targets([scanned]) if targets is None else targets)
     if re.search(r"\b(?:asm|__asm__|__asm)\b", masked):
         _rewrite_asm(text, masked, edits)
+    first: set[int] = set()
     if "volatile" in masked:
-        _rewrite_volatile(text, masked, scopes, edits)
+        volatile_edits: list[tuple[int, int, str]] = []
+        _rewrite_volatile(text, masked, scopes, volatile_edits)
+        # a volatile parameter's LockstepPtr is declared before a block function inserted at the
+        # same place: the block function reads the plain pointer behind it (vf::lockstep_raw)
+        first = {id(e) for e in volatile_edits}
+        edits += volatile_edits
     if probe and "__global__" in masked:
         _rewrite_probe_params(text, masked, edits)
-    edits.sort()
+    edits.sort(key=lambda e: (e[0], e[1], id(e) not in first, e[2]))
     out: list[str] = []
     last = 0
     for a, b, new in edits:

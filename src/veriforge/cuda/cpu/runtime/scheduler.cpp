@@ -814,6 +814,16 @@ bool regions_enabled() {
     return on;
 }
 
+// VF_REGIONS=require: a block that did not run as a block function is a fault - how the tests
+// make sure a kernel really takes the region path (not the fibers after a fallback).
+static bool regions_required() {
+    static const bool on = [] {
+        const char* env = getenv("VF_REGIONS");
+        return env && strcmp(env, "require") == 0;
+    }();
+    return on;
+}
+
 // A barrier or warp collective reached while a block function runs its regions: the region pass
 // claimed to have split every one of them, so this is a bug of the pass, never silently ignored.
 [[noreturn]] void region_misuse(Worker* w, const char* what, int line) {
@@ -838,6 +848,7 @@ bool run_block(Worker* w, uint3 bidx) {
     c.regions = regions_enabled();
     c.in_regions = false;
     c.region_done = false;
+    c.region_ran = false;
     w->epoch++;
     w->accounted = 0;
     w->any_materialised = false;
@@ -875,7 +886,15 @@ bool run_block(Worker* w, uint3 bidx) {
             enter_fiber(w, f);
             continue;
         }
-        if (w->exited == w->n) return true;
+        if (w->exited == w->n) {
+            if (__builtin_expect(!c.region_ran && regions_required(), 0)) {
+                w->faulted = true;
+                w->fault = fmt("block (%u,%u,%u) ran on fibers, not as a block function (VF_REGIONS=require)",
+                               bidx.x, bidx.y, bidx.z);
+                break;
+            }
+            return true;
+        }
         w->faulted = true;
         w->fault = "deadlock: no thread of the block can make progress: " + describe_waits(w);
         break;

@@ -61,6 +61,7 @@ struct BlockCursor {
     bool regions;       // set per block (unless VF_REGIONS=0); the block function consumes it
     bool in_regions;    // a block function is running the block's regions
     bool region_done;   // it finished the block: the thread loop stops (see waited_thread_exit)
+    bool region_ran;    // this block ran as a block function (VF_REGIONS=require checks it)
 };
 inline thread_local BlockCursor block_cursor;
 // Called by a thread loop when a thread that waited returns (threads that never waited are

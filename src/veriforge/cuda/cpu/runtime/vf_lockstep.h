@@ -115,4 +115,11 @@ template <class T> struct LockstepPtr {
     LockstepPtr operator--(int) { LockstepPtr old = *this; --p; return old; }
 };
 
+// The plain `volatile T*` behind a kernel's volatile parameter (a LockstepPtr on the fiber path),
+// for the block functions of regions.py: they keep a block's threads in lockstep themselves (every
+// thread's access k before any thread's access k+1, loads before stores) and must not enter the
+// fibers' rendezvous. Anything else (already a plain pointer) is passed through.
+template <class T> inline volatile T* lockstep_raw(const LockstepPtr<T>& q) { return q.p; }
+template <class P> inline P lockstep_raw(P q) { return q; }
+
 }  // namespace vf

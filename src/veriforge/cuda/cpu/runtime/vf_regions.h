@@ -45,6 +45,7 @@ inline void region_end() {
     BlockCursor& c = block_cursor;
     c.in_regions = false;
     c.region_done = true;
+    c.region_ran = true;
     c.waited = true;
 }
 
@@ -79,6 +80,36 @@ VF_IVDEP
         for (unsigned q = 0; q < n; ++q) {
             unsigned t = n - 1 - q, rest = t / b.bx;
             body(uint3{t % b.bx, rest % b.by, rest / b.by}, t);
+        }
+    }
+}
+
+// A region of warp-synchronous code (a kernel with accesses through volatile pointers, kept in
+// lockstep by regions.py): such loops hardly vectorise, so one loop over the block's threads,
+// forward (x fastest) or in reverse for the race probe, instead of region_loop's three with their
+// vectorised copies - much less code to compile for the many small regions of such kernels, often
+// in many template instances. `ivdep` as in region_loop: a region's threads are independent, and a
+// statement accessing volatile memory never shares a region with another that it depends on.
+template <class Body> inline void region_loop_plain(const RegionBlock& b, Body&& body) {
+    VF_REGION_LIMITS(b);
+    const unsigned n = b.n, bx = b.bx, by = b.by;
+    unsigned x = 0, y = 0, z = 0;
+VF_IVDEP
+    for (int q = 0; q < (int)n; ++q) {
+        uint3 idx{x, y, z};
+        unsigned t = (unsigned)q;
+        if (__builtin_expect(b.reverse, 0)) {
+            t = n - 1 - t;
+            unsigned rest = t / bx;
+            idx = uint3{t % bx, rest % by, rest / by};
+        }
+        body(idx, t);
+        if (++x == bx) {
+            x = 0;
+            if (++y == by) {
+                y = 0;
+                ++z;
+            }
         }
     }
 }
