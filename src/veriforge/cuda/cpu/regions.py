@@ -749,7 +749,7 @@ _ELEMENT_NOISE = re.compile(r"\b(?:volatile|const|static|extern|register|__share
                             r"__device__|constexpr|thread_local)\b")
 
 
-@dataclass
+@dataclass(eq=False)
 class Lockstep:
     """A statement that accesses memory through a volatile pointer: a region of its own (with the
     plain statements around it, never with another such statement)."""
