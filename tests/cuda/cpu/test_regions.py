@@ -696,6 +696,9 @@ def test_which_compile_errors_are_the_passes_fault():
     assert region_induced(once, spans)  # block-level code of the block function only
     assert region_induced("kernel.cu:3:1: error: 'vf_s0' was not declared in this scope\n", spans)
     assert region_induced("kernel.cu:1000003:1: error: expected ';'\n", spans)  # generated code
+    assert region_induced("vf_regions.h: In instantiation of 'T* vf::RegionArena::take(unsigned int)':\n"
+                          "kernel.cu:1000009:32:   required from here\n"
+                          "vf_regions.h:218:18: error: '__restrict__' qualifiers cannot be applied to 'void'\n", spans)
     host = "kernel.cu: In function 'int main()':\nkernel.cu:30:1: error: expected ';'\n"
     assert not region_induced(host, spans)  # outside every split kernel
 

@@ -236,6 +236,12 @@ def test_every_kernel_splits_with_its_functions_inlined():
     # six `s[t] += s[t + k]`, each a load of both and then a store: 18 accesses in lockstep
     assert plans["reduce_volatile"].inlined == ["warp_reduce"] and plans["reduce_volatile"].lockstep == 18
     assert plans["warp_scan_param"].lockstep == 3 and plans["warp_scan_padded"].lockstep > 10
+    # the volatile parameter is a LockstepPtr on the fiber path: region code takes its plain pointer
+    assert "::vf::lockstep_raw(data)" in plans["warp_scan_param"].code
+    # `vs[lane] = vs[lane - 1]`: every thread's load into a temporary in one region, the stores in the next
+    code = plans["warp_scan_padded"].code
+    m = re.search(r"int (vf_val\d+) = vs\[lane - 1\];", code)
+    assert m and "region_loop_plain" in code[m.end():code.index(f"vs[lane] = {m.group(1)};")]
     assert plans["early_prefix"].inlined == ["prefix_below"] and plans["early_prefix"].lockstep > 0
     code = plans["standardise"].code
     # the function's __shared__ array is declared once, at the top of the block function

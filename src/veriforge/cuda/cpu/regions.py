@@ -31,10 +31,24 @@ probe's build, and any block the runtime does not start in region mode). What is
   more than one region live in per-thread arrays bound by reference (``T& x = slot[t]``), so the
   user's code keeps its names.
 
-Anything else - barriers inside ``switch``, expressions or lambdas, calls to functions that
-synchronise, ``volatile`` (lockstep warps), ``goto``, local types, ``auto`` or reference variables
-that would have to live across a barrier, ``__match_*_sync``, cooperative-groups reductions and
-scans, ``__nanosleep`` - keeps the fiber path; :func:`plan_kernels` says which kernel and why.
+* calls of ``__device__`` functions of the same file that synchronise (a barrier, a collective or a
+  ``volatile`` access, directly or through further calls): the kernel is first written again with
+  their bodies inlined (region_inline.py: parameters bound as the call binds them, calls in
+  expressions hoisted into temporaries in evaluation order, early returns as a loop that runs
+  once), and that text is cut; every line keeps the user's number (``_ROWS``);
+* ``volatile`` warp-synchronous code: a region holds at most one statement that accesses memory
+  through a volatile pointer, and a statement that loads and stores is first split in two
+  (:func:`_split_lockstep`), so every thread of the block performs such statement k - its loads
+  before any thread's store - before any performs k + 1: block-wide lockstep, a valid GPU
+  schedule that gives the warp-lockstep answer. Region code uses the plain volatile pointers,
+  never the fibers' rendezvous (a kernel's volatile parameter: ``vf::lockstep_raw``).
+
+Anything else - barriers inside ``switch``, expressions or lambdas, calls of synchronising functions
+the inliner refuses (another file, overloads, recursion, pointers, a call that may not be
+evaluated, a return before a barrier), volatile accesses in a loop condition or a thread-dependent
+loop (a spin-wait), ``goto``, local types, ``auto`` or reference variables that would have to live
+across a barrier, ``__match_*_sync``, cooperative-groups reductions and scans, ``__nanosleep`` -
+keeps the fiber path; :func:`plan_kernels` says which kernel and why.
 """
 
 from __future__ import annotations
@@ -689,7 +703,8 @@ def region_induced(log: str, ranges: Iterable[tuple[str, int, int]]) -> bool:
     in the fiber path below it - so a user's error there is reported twice: once in the block
     function's lambdas or in the kernel itself, and once in the kernel. An error inside such a
     kernel's lines that is reported only inside lambdas, or only once, is the pass's; so is one
-    naming the pass's own names."""
+    naming the pass's own names, on the pass's glue lines, or inside the runtime's region header
+    (instantiated from a block function)."""
     spans = list(ranges)
     in_lambda = False
     lam: dict[tuple[str, str, str], int] = {}
@@ -706,7 +721,7 @@ def region_induced(log: str, ranges: Iterable[tuple[str, int, int]]) -> bool:
                      r"RegionWarp|RegionBlock|lockstep_raw", e.group(3)):
             return True
         file, num = e.group(1), int(e.group(2))
-        if num >= GLUE_LINE:
+        if num >= GLUE_LINE or file.endswith("vf_regions.h"):
             return True
         if not any((f == file or file.endswith("/" + f) or f.endswith("/" + file)) and a <= num <= b
                    for f, a, b in spans):
@@ -734,7 +749,7 @@ _ELEMENT_NOISE = re.compile(r"\b(?:volatile|const|static|extern|register|__share
                             r"__device__|constexpr|thread_local)\b")
 
 
-@dataclass
+@dataclass(eq=False)
 class Lockstep:
     """A statement that accesses memory through a volatile pointer: a region of its own (with the
     plain statements around it, never with another such statement)."""
@@ -1150,11 +1165,12 @@ def _collect_params(k: _Kernel) -> None:
         if ident is None:
             continue
         dtext = k.ntext(p)
-        ptr = "*" in dtext.split(_text(ident))[0] or "[" in dtext
+        head = k.text(p.start_byte, ident.start_byte)  # the type before the name (`const float *__restrict__ a`)
+        ptr = "*" in head or "[" in dtext
         v = Var(name=_text(ident), ident=ident, decl=p, declarator=None, init=None, start=k.body.start_byte,
                 end=k.body.end_byte, is_param=True, pointer=ptr)
         v.type_text = _abstract_type(k, p, p.child_by_field_name("declarator"), ident)
-        if "&" in dtext.split(_text(ident))[0]:
+        if "&" in head:
             v.type_text = ""  # a reference parameter: cannot become per-thread
         _add_var(k, v)
 
@@ -2309,6 +2325,7 @@ class _Gen:
                 t = v.type_text
             else:
                 t = _abstract_type(k, v.decl, v.declarator, v.ident)
+            t = re.sub(r"\b__restrict(?:__)?\b", " ", t).strip()  # a thread's own copy: no promise to keep
             if not t or re.search(r"\bauto\b|\bdecltype\b|&", t) or (
                     v.declarator is not None and v.declarator.type == "reference_declarator"):
                 raise Fallback(f"'{v.name}' lives across a barrier but its type cannot be spelled", v.ident)
