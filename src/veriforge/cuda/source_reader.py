@@ -53,7 +53,7 @@ _BOUNDARY = re.compile(r"[;{}]")
 _NOT_NEWLINE = re.compile(r"[^\n]")
 
 
-class Refuse(ValueError):
+class Refuse(Exception):
     """The text is outside what a reader (or an edit built on it) understands: no answer, no edit."""
 
 
