@@ -49,10 +49,11 @@ _RAW_OPEN = re.compile(r"([^\s()\\\"]{0,16})\(")
 _STRING_BODY = {'"': re.compile(r'(?:\\[\s\S]|[^"\\\n])*'), "'": re.compile(r"(?:\\[\s\S]|[^'\\\n])*")}
 _CONTINUATION = re.compile(r"\\\r?\n")
 _BRACES = re.compile(r"[{}]")
+_BOUNDARY = re.compile(r"[;{}]")
 _NOT_NEWLINE = re.compile(r"[^\n]")
 
 
-class Refuse(ValueError):
+class Refuse(Exception):
     """The text is outside what a reader (or an edit built on it) understands: no answer, no edit."""
 
 
@@ -75,7 +76,7 @@ def line_end(src: str, pos: int) -> int:
         eol = src.find("\n", pos)
         if eol < 0:
             return n
-        if src[eol - 1] == "\\" or (src[eol - 1] == "\r" and src[eol - 2:eol - 1] == "\\"):
+        if eol > 0 and (src[eol - 1] == "\\" or (src[eol - 1] == "\r" and src[eol - 2:eol - 1] == "\\")):
             pos = eol + 1
             continue
         return eol
@@ -426,9 +427,8 @@ def functions(text: str, start: int = 0, end: int | None = None, *, declarations
 def _scope(code: str, start: int, end: int, namespace: tuple[str, ...], extern_c: bool, declarations: bool,
            out: list[FunctionDef]) -> None:
     head = pos = start
-    boundary = re.compile(r"[;{}]")
     while True:
-        m = boundary.search(code, pos, end)
+        m = _BOUNDARY.search(code, pos, end)
         if m is None:
             return
         at, ch = m.start(), m.group()
