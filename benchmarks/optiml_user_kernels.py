@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import sys
 import tempfile
 import time
@@ -42,17 +43,6 @@ KERNELS: dict[str, tuple[str, str, dict[str, str], dict[str, str]]] = {
                     {"x": "M*K", "W": "N*K", "b": "N", "y": "M*N"}),
     "row_sum": ("(rows + 127) / 128", "128", {"rows": "2048", "cols": "256"}, {"A": "rows*cols", "out": "rows"}),
 }
-
-
-def quartiles(xs: list[float]) -> tuple[float, float, float]:
-    s = sorted(xs)
-
-    def q(p: float) -> float:
-        k = (len(s) - 1) * p
-        lo, hi = math.floor(k), math.ceil(k)
-        return s[lo] + (s[hi] - s[lo]) * (k - lo)
-
-    return q(0.25), q(0.5), q(0.75)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     if speedups:
         xs = list(speedups.values())
         gm = math.exp(sum(math.log(x) for x in xs) / len(xs))
-        q1, med, q3 = quartiles(xs)
+        q1, med, q3 = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else (xs[0],) * 3
         ranked = sorted(speedups.items(), key=lambda kv: kv[1])
         say(f"\nspeedup distribution over {len(xs)} kernels: " + ", ".join(f"{k} {v:.2f}x" for k, v in ranked))
         say(f"min {min(xs):.2f}x  q1 {q1:.2f}x  median {med:.2f}x  q3 {q3:.2f}x  max {max(xs):.2f}x  "
