@@ -223,7 +223,7 @@ def test_search_finds_the_privatised_digit_histogram(tmp_path) -> None:
     task = build_user_task(kernel, "h_digits", "(n + 255) / 256", "256", {"n": "200003"}, {"hist": "10"},
                            inits={"x": "randint(0, 1000)"})
     result = optimize(resolved=(task.spec, task.start, task.label),
-                      settings=XSearchSettings(max_evaluations=2, final_top_k=1),
+                      settings=XSearchSettings(max_evaluations=2, final_top_k=0),
                       proposers=[BuiltinProposer(["privatize_histogram"])], store=RunStore(tmp_path / "runs.sqlite"))
     assert "__shared__ int s_hist[10];" in result.best.state.source
     assert result.speedup > 1.5, (result.start_time, result.best_time)

@@ -31,10 +31,10 @@ import re
 from dataclasses import dataclass
 
 from veriforge.optiml.kernel_reader import TokStmt, kernel_launches, kernel_params, thread_index
-from veriforge.optiml.source_scan import Function, Launch, SourceScan
+from veriforge.optiml.source_scan import EXPR_DECL, Function, Launch, SourceScan
 from veriforge.optiml.source_tokens import ASSIGN_OPS, Tok
 
-__all__ = ["STRIDE", "StrideLoop", "cap_grid_edit", "covers", "stride_loop", "written"]
+__all__ = ["STRIDE", "StrideLoop", "cap_grid_edit", "covers", "host_value", "stride_loop", "written"]
 
 STRIDE = "blockDim.x * gridDim.x"
 _INDEX_WORDS = {"int", "unsigned", "long", "size_t", "const"}
@@ -73,11 +73,22 @@ def written(toks: list[Tok], name: str) -> bool:
 
 def covers(grid: str, rows: str, block: str) -> bool:
     """``grid`` is the ceil-division of ``rows`` by ``block`` (so the original grid covers every index)."""
-    g, r, b = (re.sub(r"\s+", "", x) for x in (grid, rows, block))
+    g, r, b = (_unparen(re.sub(r"\s+", "", x)) for x in (grid, rows, block))
     forms = {f"({r}+{b}-1)/{b}", f"({r}+({b}-1))/{b}", f"({r}+{b}-1)/({b})"}
     if b.isdigit():
         forms.add(f"({r}+{int(b) - 1})/{b}")
     return g in forms
+
+
+def _unparen(e: str) -> str:
+    while e.startswith("(") and e.endswith(")"):
+        depth = 0
+        for j, ch in enumerate(e):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and j < len(e) - 1:
+                return e
+        e = e[1:-1]
+    return e
 
 
 def _index_decl(toks: list[Tok], a: int, b: int) -> tuple[str, str, int] | None:
@@ -181,10 +192,41 @@ def stride_loop(sc: SourceScan, fn: Function, toks: list[Tok], stmts: list[TokSt
         launches = kernel_launches(sc, fn, kernel_params(sc, fn), out.bound)
     except Exception:
         return None
-    if out.form != "loop" and not all(covers(sc.expr(la.grid), rows, block) for la, rows, block in launches):
+    if out.form != "loop" and not all(covers(host_value(sc, la, sc.expr(la.grid)), rows, host_value(sc, la, block))
+                                      for la, rows, block in launches):
         return None
     out.launches = launches
     return out
+
+
+def host_value(sc: SourceScan, launch: Launch, expr: str) -> str:
+    """``expr`` with its plain host locals replaced by their initialisers (``blocks`` → ``(n + threads - 1)
+    / threads``, ``threads`` → ``256``), repeatedly: only locals of the launch's host function declared
+    once (``[const] int NAME = EXPR;``) and never assigned, incremented or addressed afterwards, so the
+    value at the launch is the initialiser's (whose own names are checked the same way)."""
+    host = sc.host_function(launch, containing=True)
+    if host is None:
+        return expr
+    body = sc.text[host.body_start:host.body_end]
+    decls: dict[str, list[str]] = {}
+    for m in EXPR_DECL.finditer(body):
+        decls.setdefault(m.group(1), []).append(m.group(2).strip())
+    values = {}
+    for name, inits in decls.items():
+        n = re.escape(name)
+        plain = len(re.findall(rf"(?<![\w.]){n}\s*=(?!=)", body))  # the declaration's own `NAME =`
+        other = re.search(rf"(?<![\w.]){n}\s*(?:[-+*/%&|^]|<<|>>)=|(?:\+\+|--)\s*{n}\b|\b{n}\s*(?:\+\+|--)"
+                          rf"|&\s*{n}\b", body)
+        if len(inits) == 1 and plain == 1 and not other:
+            values[name] = inits[0]
+    for _ in range(4):
+        new = re.sub(r"(?<![\w.])[A-Za-z_]\w*\b",
+                     lambda m: (v if re.fullmatch(r"\w+", v := values[m.group(0)]) else f"({v})")
+                     if m.group(0) in values else m.group(0), expr)
+        if new == expr:
+            break
+        expr = new
+    return expr
 
 
 def cap_grid_edit(sc: SourceScan, launch: Launch, cap: str) -> tuple[int, int, str]:
