@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 
 from veriforge.optiml.kernel_reader import TokStmt, kernel_launches, kernel_params, thread_index
-from veriforge.optiml.source_scan import EXPR_DECL, Function, Launch, SourceScan
+from veriforge.optiml.source_scan import EXPR_DECL, Function, Launch, SourceScan, unparen
 from veriforge.optiml.source_tokens import ASSIGN_OPS, Tok
 
 __all__ = ["STRIDE", "StrideLoop", "cap_grid_edit", "covers", "host_value", "stride_loop", "written"]
@@ -73,22 +73,11 @@ def written(toks: list[Tok], name: str) -> bool:
 
 def covers(grid: str, rows: str, block: str) -> bool:
     """``grid`` is the ceil-division of ``rows`` by ``block`` (so the original grid covers every index)."""
-    g, r, b = (_unparen(re.sub(r"\s+", "", x)) for x in (grid, rows, block))
+    g, r, b = (unparen(re.sub(r"\s+", "", x)) for x in (grid, rows, block))
     forms = {f"({r}+{b}-1)/{b}", f"({r}+({b}-1))/{b}", f"({r}+{b}-1)/({b})"}
     if b.isdigit():
         forms.add(f"({r}+{int(b) - 1})/{b}")
     return g in forms
-
-
-def _unparen(e: str) -> str:
-    while e.startswith("(") and e.endswith(")"):
-        depth = 0
-        for j, ch in enumerate(e):
-            depth += {"(": 1, ")": -1}.get(ch, 0)
-            if depth == 0 and j < len(e) - 1:
-                return e
-        e = e[1:-1]
-    return e
 
 
 def _index_decl(toks: list[Tok], a: int, b: int) -> tuple[str, str, int] | None:

@@ -79,7 +79,7 @@ from veriforge.optiml.kernel_reader import TokStmt, kernel_launches, kernel_para
 from veriforge.optiml.operators._atomics import ATOMIC, atomic_statement, called_device_bodies, pointer_type
 from veriforge.optiml.operators._grid import StrideLoop, cap_grid_edit, stride_loop, written
 from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
-from veriforge.optiml.source_scan import Function, SourceScan, eval_int, param_parts, scan
+from veriforge.optiml.source_scan import Function, SourceScan, eval_int, param_parts, scan, unparen
 from veriforge.optiml.source_tokens import Refuse, Tok, apply_edits, fresh_name, indent_lines, line_indent, tokens
 
 __all__ = ["GRID_BLOCKS", "SMEM_BYTES", "privatize_histogram_edits"]
@@ -161,8 +161,7 @@ def _byte_pointers(sc: SourceScan, fn: Function) -> set[str]:
 
 def _bound_of(sc: SourceScan, fn: Function, toks: list[Tok], x: str) -> tuple[str, str] | None:
     """(K, how) when the expression ``x`` (tokens joined) is in ``[0, K)``, from its own form."""
-    while x.startswith("(") and x.endswith(")") and _balanced(x[1:-1]):
-        x = x[1:-1]
+    x = unparen(x)
     x = re.sub(r"^\((?:int|unsigned|unsignedint|size_t)\)", "", x)
     if re.fullmatch(r"\(unsignedchar\)\(.*\)|\(uint8_t\)\(.*\)", x):
         return "256", "a byte cast"
@@ -288,8 +287,7 @@ def _bin_bound(sc: SourceScan, fn: Function, toks: list[Tok], stmts: list[TokStm
 
 
 def _conjuncts(cond: str) -> list[str]:
-    while cond.startswith("(") and cond.endswith(")") and _balanced(cond[1:-1]):
-        cond = cond[1:-1]
+    cond = unparen(cond)
     out, depth, cur = [], 0, 0
     for j, ch in enumerate(cond):
         if ch in "([":
@@ -302,7 +300,7 @@ def _conjuncts(cond: str) -> list[str]:
         elif depth == 0 and cond.startswith("||", j):
             return []
     out.append(cond[cur:])
-    return [c[1:-1] if c.startswith("(") and c.endswith(")") and _balanced(c[1:-1]) else c for c in out]
+    return [unparen(c) for c in out]
 
 
 def _same_block(toks: list[Tok], d: int, c: int, k: int) -> bool:
