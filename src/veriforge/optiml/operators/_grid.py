@@ -181,7 +181,7 @@ def stride_loop(sc: SourceScan, fn: Function, toks: list[Tok], stmts: list[TokSt
         launches = kernel_launches(sc, fn, kernel_params(sc, fn), out.bound)
     except Exception:
         return None
-    if out.form != "loop" and not all(covers(host_value(sc, la, sc.expr(la.grid)), rows, host_value(sc, la, block))
+    if out.form != "loop" and not all(covers(*(host_value(sc, la, e) for e in (sc.expr(la.grid), rows, block)))
                                       for la, rows, block in launches):
         return None
     out.launches = launches
