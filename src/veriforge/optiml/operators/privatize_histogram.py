@@ -80,7 +80,16 @@ from veriforge.optiml.operators._atomics import ATOMIC, atomic_statement, called
 from veriforge.optiml.operators._grid import StrideLoop, cap_grid_edit, stride_loop, written
 from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
 from veriforge.optiml.source_scan import Function, SourceScan, eval_int, param_parts, scan, unparen
-from veriforge.optiml.source_tokens import Refuse, Tok, apply_edits, fresh_name, indent_lines, line_indent, tokens
+from veriforge.optiml.source_tokens import (
+    ASSIGN_OPS,
+    Refuse,
+    Tok,
+    apply_edits,
+    fresh_name,
+    indent_lines,
+    line_indent,
+    tokens,
+)
 
 __all__ = ["GRID_BLOCKS", "SMEM_BYTES", "privatize_histogram_edits"]
 
@@ -238,8 +247,9 @@ def _bin_bound(sc: SourceScan, fn: Function, toks: list[Tok], stmts: list[TokStm
     own = _bound_of(sc, fn, toks, e)
     if own:
         return own
-    # conditions the atomic is only reached under: a top-level conjunct `E < K` / `E <= K - 1`
-    for s in _enclosing_ifs(stmts, k) or []:
+    # conditions the atomic is only reached under: a top-level conjunct `E < K` / `E <= K - 1`, when E
+    # has the same value at the condition and at the atomic
+    for s in (_enclosing_ifs(stmts, k) or []) if _stable(sc, fn, toks, e0, e1) else []:
         cond = _norm(toks, *s.header)
         for conj in _conjuncts(cond):
             m = re.fullmatch(rf"{re.escape(e)}<(.+)|(.+)>{re.escape(e)}", conj)
@@ -284,6 +294,41 @@ def _bin_bound(sc: SourceScan, fn: Function, toks: list[Tok], stmts: list[TokStm
     if found:
         return found
     raise Refuse("the bin count cannot be bounded")
+
+
+def _stable(sc: SourceScan, fn: Function, toks: list[Tok], e0: int, e1: int) -> bool:
+    """``toks[e0:e1]`` has one value in the whole kernel: no assignment, increment or call in it, its
+    names are scalars never assigned after their declaration or const pointer parameters, constants
+    or literals."""
+    consts = set(sc.constants())
+    const_ptrs = set()
+    for part in param_parts(sc.text, fn, at_call=True) or []:
+        m = re.fullmatch(r"\s*(.*?)\*\s*(?:__restrict__\s+)?([A-Za-z_]\w*)\s*", part, re.S)
+        if m and "const" in m.group(1).split():
+            const_ptrs.add(m.group(2))
+    for j in range(e0, e1):
+        t = toks[j]
+        if t.kind == "op" and (t.text in ("++", "--", "=") or (t.text.endswith("=") and t.text not in
+                               ("==", "!=", "<=", ">="))):
+            return False
+        if t.kind != "id" or t.text in consts:
+            continue
+        if j + 1 < e1 and toks[j + 1].text == "(":
+            return False
+        if j + 1 < e1 and toks[j + 1].text == "[":
+            if t.text not in const_ptrs:
+                return False
+            continue
+        uses = [q for q, u in enumerate(toks) if u.text == t.text]
+        decls = [q for q in uses if q and toks[q - 1].kind == "id" and q + 1 < len(toks) and toks[q + 1].text == "="]
+        if len(decls) > 1:
+            return False
+        for q in uses:
+            nxt = toks[q + 1].text if q + 1 < len(toks) else ""
+            prev = toks[q - 1].text if q else ""
+            if q not in decls and (nxt in ASSIGN_OPS or nxt in ("++", "--") or prev in ("++", "--", "&")):
+                return False
+    return True
 
 
 def _conjuncts(cond: str) -> list[str]:
