@@ -12,7 +12,8 @@ from veriforge.optiml.operators.privatize_histogram import privatize_histogram_e
 # Five shapes in one file (one compile): a byte histogram (guard shape), float bins clamped to a
 # parameter (dynamic shared memory), digits after an early return (% 10), a float-weighted histogram
 # that is already grid-stride (& 63, address hist + E), and an unsigned long long histogram whose
-# bins are checked against a parameter (out-of-range bins skipped, kept as they were).
+# bins are checked against a parameter (out-of-range bins skipped, kept as they were), and the four
+# bytes of each word (an atomic in a loop, `& 0xFFU`).
 KERNELS = """\
 #include <cuda_runtime.h>
 
@@ -56,6 +57,14 @@ __global__ void h_checked(const int* idx, unsigned long long* hist, int* seen, i
     }
 }
 
+__global__ void h_words(const unsigned int* data, unsigned int* hist, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        unsigned int w = data[i];
+        for (int k = 0; k < 4; k++) atomicAdd(&hist[(w >> (8 * k)) & 0xFFU], 1U);
+    }
+}
+
 extern "C" void run_bytes(const unsigned char* data, unsigned int* hist, int n) {
     h_bytes<<<(n + 255) / 256, 256>>>(data, hist, n);
 }
@@ -69,12 +78,15 @@ extern "C" void run_digits(const int* x, int* hist, int n) {
 extern "C" void run_weights(const int* k, const float* w, float* hist, int n) {
     h_weights<<<(n + 255) / 256, 256>>>(k, w, hist, n);
 }
+extern "C" void run_words(const unsigned int* data, unsigned int* hist, int n) {
+    h_words<<<(n + 127) / 128, 128>>>(data, hist, n);
+}
 extern "C" void run_checked(const int* idx, unsigned long long* hist, int* seen, int n, int nbins) {
     h_checked<<<(n + 255) / 256, 256>>>(idx, hist, seen, n, nbins);
 }
 """
 
-NAMES = ["h_bytes", "h_floats", "h_digits", "h_weights", "h_checked"]
+NAMES = ["h_bytes", "h_floats", "h_digits", "h_weights", "h_checked", "h_words"]
 
 
 def _all_edited(source: str) -> tuple[str, dict[str, dict]]:
@@ -97,13 +109,13 @@ def test_every_shape_is_recognised_with_its_bound() -> None:
     assert {k: (e["bins"], e["static"], e["shape"]) for k, e in evidence.items()} == {
         "h_bytes": ("256", True, "guard"), "h_floats": ("nbins", False, "guard"),
         "h_digits": ("10", True, "return"), "h_weights": ("64", True, "loop"),
-        "h_checked": ("nbins", False, "guard")}
+        "h_checked": ("nbins", False, "guard"), "h_words": ("256", True, "guard")}
     assert evidence["h_floats"]["bound"].startswith("the clamp")
     assert evidence["h_checked"]["bound"] == "the condition b<nbins"
     # the bin expression and its checks are kept token for token, the early return is gone
     assert "if (b > nbins - 1) b = nbins - 1;" in edited and "if (b >= 0 && b < nbins) {" in edited
     assert "return" not in edited.split("h_digits", 1)[1].split("__global__")[0]
-    assert edited.count("__syncthreads();") == 10
+    assert edited.count("__syncthreads();") == 12
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +135,10 @@ def test_bytes_and_digits_ragged(module, n: int) -> None:
     digits = np.full(10, 5, np.int32)  # not zero: the kernel adds to what is there
     module.call("run_digits", [x, digits, n])
     assert np.array_equal(digits, 5 + np.bincount(x % 10, minlength=10))
+    words = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    hist = np.zeros(256, np.uint32)
+    module.call("run_words", [words, hist, n])
+    assert np.array_equal(hist, np.bincount(words.view(np.uint8), minlength=256))
 
 
 @pytest.mark.parametrize("n, nbins", [(1, 1), (999, 10), (4099, 1000), (3001, 12288), (3001, 12289), (5000, 20000)])
@@ -161,6 +177,8 @@ NEAR_MISSES = {
     "hist read": ("atomicAdd(&hist[d], 1);", "atomicAdd(&hist[d], 1); if (hist[0] > 5) hist[1] = 0;"),
     "value used": ("atomicAdd(&hist[d], 1);", "int old = atomicAdd(&hist[d], 1); (void)old;"),
     "unbounded bin": ("int d = x[i] % 10;", "int d = x[i];"),
+    "% not the outermost operation": ("int d = x[i] % 10;", "int d = 1 + x[i] % 10;"),
+    "& not the outermost operation": ("int d = x[i] % 10;", "int d = x[i] | x[i] & 7;"),
     "lower bound only": ("int d = x[i] % 10;", "int d = x[i]; if (d >= 0)"),
     "two atomics": ("atomicAdd(&hist[d], 1);", "atomicAdd(&hist[d], 1); atomicAdd(&hist[0], 1);"),
     "return in the body": ("int d = x[i] % 10;", "if (x[i] < 0) return; int d = x[i] % 10;"),

@@ -183,14 +183,17 @@ def _bound_of(sc: SourceScan, fn: Function, toks: list[Tok], x: str) -> tuple[st
         other = m.group(1) if m.group(1) is not None else m.group(4)
         if _balanced(k) and _balanced(other) and (kk := _bins_expr(sc, fn, toks, k)):
             return kk, f"min(..., {kk} - 1)"
-    m = re.fullmatch(r"(.*)%([\w()+\-*/]+)", x)
-    if m and _balanced(m.group(2)) and _top_level_op(x, "%") == len(m.group(1)):
-        kk = _bins_expr(sc, fn, toks, m.group(2))
+    # `X % K`: % the outermost operator (X has no top-level operator of lower precedence), K one operand
+    m = re.fullmatch(r"(.+)%(\w+|\(.*\))", x)
+    if m and _balanced(m.group(2)) and not re.search(r"[-+<>=!&|^?:,]", _top_level(m.group(1))):
+        kk = _bins_expr(sc, fn, toks, unparen(m.group(2)))
         if kk:
             return kk, f"% {kk}"
-    m = re.fullmatch(r"(.*)&(\w+)", x)
-    if m and _top_level_op(x, "&") == len(m.group(1)):
-        mask = eval_int(m.group(2), sc.constants())
+    # `X & M`, M = 2^k - 1 a literal or constant: & outermost (X has no top-level ^ | && || ?: , =)
+    m = re.fullmatch(r"(.+[^&])&(\w+)", x)
+    top = _top_level(m.group(1)) if m else ""
+    if m and not re.search(r"[|^?:,]|&&|(?<![=!<>])=(?!=)", top):
+        mask = eval_int(re.sub(r"^(0[xX][0-9a-fA-F]+)[uUlL]+$", r"\1", m.group(2)), sc.constants())
         if isinstance(mask, int) and mask >= 0 and mask & (mask + 1) == 0:
             return str(mask + 1), f"& {m.group(2)}"
     return None
@@ -206,19 +209,17 @@ def _balanced(s: str) -> bool:
     return depth == 0
 
 
-def _top_level_op(x: str, op: str) -> int:
-    """Position of the last top-level ``op`` of ``x`` (-1 when none); ``&&`` is not ``&``."""
-    depth, found = 0, -1
-    for j, ch in enumerate(x):
+def _top_level(x: str) -> str:
+    """The characters of ``x`` outside every parenthesis and bracket."""
+    out, depth = [], 0
+    for ch in x:
         if ch in "([":
             depth += 1
         elif ch in ")]":
             depth -= 1
-        elif depth == 0 and ch == op and (op != "&" or (x[j - 1:j] != "&" and x[j + 1:j + 2] != "&")):
-            found = j
-    if op in "%&" and found >= 0 and re.search(r"[<>=!|?:,]", x[:found].replace("->", "")):
-        return -1  # a comparison or conditional above the operator: not the last operation
-    return found
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
 
 
 def _enclosing_ifs(stmts: list[TokStmt], k: int) -> list[TokStmt] | None:
