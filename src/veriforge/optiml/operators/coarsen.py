@@ -61,7 +61,7 @@ from veriforge.optiml.operators._elementwise import elementwise_launch_edits, pa
 from veriforge.optiml.operators._grid import StrideLoop, cap_grid_edit, stride_loop
 from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
 from veriforge.optiml.source_scan import SourceScan, scan
-from veriforge.optiml.source_tokens import Refuse, apply_edits, fresh_name, indent_lines, tokens
+from veriforge.optiml.source_tokens import Refuse, apply_edits, dedented, fresh_name, indent_lines, tokens
 
 __all__ = ["FACTORS", "coarsen_edits"]
 
@@ -83,17 +83,7 @@ GRID_BLOCKS = _grid_blocks()
 
 def _body(source: str, k: ElemKernel, prefix: str) -> str:
     """BODY, dedented and indented by ``prefix``."""
-    import textwrap
-
-    s0, s1 = k.body
-    lead = source[source.rfind("\n", 0, s0) + 1:s0]
-    text = (lead if not lead.strip() else "") + source[s0:s1]
-    lines = [line.rstrip() for line in text.split("\n")]
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return indent_lines(textwrap.dedent("\n".join(lines)), prefix)
+    return indent_lines(dedented(source, k.body), prefix)
 
 
 def _match(sc: SourceScan, fn: Any) -> tuple[ElemKernel, StrideLoop] | None:

@@ -70,7 +70,6 @@ loop, and the run-time size check depends only on a parameter.
 from __future__ import annotations
 
 import re
-import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +84,7 @@ from veriforge.optiml.source_tokens import (
     Refuse,
     Tok,
     apply_edits,
+    dedented,
     fresh_name,
     indent_lines,
     line_indent,
@@ -419,19 +419,6 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
 # Code generation
 
 
-def _dedented(source: str, span: tuple[int, int], text: str) -> str:
-    """``text`` (the source of ``span``, maybe edited) as a block of lines without common indentation."""
-    lead = source[:span[0]]
-    first_line = source[lead.rfind("\n") + 1:span[0]]
-    text = (first_line if not first_line.strip() else "") + text
-    lines = [line.rstrip() for line in text.split("\n")]
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return textwrap.dedent("\n".join(lines))
-
-
 def _generate(sc: SourceScan, plan: _Plan) -> str:
     source, toks, loop = sc.source, plan.toks, plan.loop
     taken: set[str] = set()
@@ -447,7 +434,7 @@ def _generate(sc: SourceScan, plan: _Plan) -> str:
     p0, p1 = toks[plan.ptr_tok].start, toks[plan.ptr_tok].end
     k = plan.bins if re.fullmatch(r"\w+", plan.bins) else f"({plan.bins})"
 
-    body = indent_lines(_dedented(source, loop.body, source[b0:p0] + s_hist + source[p1:b1]), step)
+    body = indent_lines(dedented(source, loop.body, source[b0:p0] + s_hist + source[p1:b1]), step)
     fill = f"for (int {sb} = threadIdx.x; {sb} < {k}; {sb} += blockDim.x)"
     lines = ["// privatize_histogram: a sub-histogram per block in shared memory, merged once per block"]
     private = [f"{fill} {s_hist}[{sb}] = 0;",
@@ -462,7 +449,7 @@ def _generate(sc: SourceScan, plan: _Plan) -> str:
         lines.append(f"__shared__ {plan.ctype} {s_hist}[{plan.bins}];")
         lines += private
     else:
-        original = indent_lines(_dedented(source, loop.body, source[b0:b1]), step)
+        original = indent_lines(dedented(source, loop.body, source[b0:b1]), step)
         lines.append(f"extern __shared__ {plan.ctype} {s_hist}[];")
         lines.append(f"if ({k} > 0 && {k} <= {limit}) {{")
         lines += [indent_lines(x, step) for x in private]
