@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from veriforge.core.types import Candidate
 from veriforge.errors import ConfigError
+from veriforge.optiml.source_scan import unparen
 
 if TYPE_CHECKING:
     from veriforge.cuda.tasks.schema import TaskSpec
@@ -187,19 +188,6 @@ _SIZEOF = re.compile(r"\s*\*\s*sizeof\s*\([^()]*\)|sizeof\s*\([^()]*\)\s*\*\s*")
 _C_WORDS = {"int", "unsigned", "long", "size_t", "float", "double", "const", "sizeof", "min", "max", "dim3"}
 
 
-def _unparen(expr: str) -> str:
-    """``((n + 1))`` → ``n + 1``: parentheses around the whole expression removed."""
-    e = expr.strip()
-    while e.startswith("(") and e.endswith(")"):
-        depth = 0
-        for i, ch in enumerate(e):
-            depth += {"(": 1, ")": -1}.get(ch, 0)
-            if depth == 0 and i < len(e) - 1:
-                return e
-        e = e[1:-1].strip()
-    return e
-
-
 @dataclass
 class LaunchInference:
     """What a host launch ``K<<<g, b>>>(args)`` says about the task; ``missing`` maps an option
@@ -267,7 +255,7 @@ def infer_launch(host_text: str, kernel: str, sig: list[tuple[str, str]], where:
         m = re.fullmatch(r"dim3\s*\((.*)\)", text, re.S)
         parts = [text[a:b].strip() for a, b in split_top(text, m.start(1), m.end(1))] if m else [text]
         unknown: set[str] = set()
-        done = [_unparen(subst(p, unknown)) for p in parts]
+        done = [unparen(subst(p, unknown)) for p in parts]
         if unknown:
             out.missing[option] = f"`{sc.expr(span)}` uses {', '.join(sorted(unknown))}, not a kernel argument"
         else:
@@ -288,7 +276,7 @@ def infer_launch(host_text: str, kernel: str, sig: list[tuple[str, str]], where:
             continue
         unknown = set()
         count = _SIZEOF.sub("", subst(mallocs[arg], unknown)).strip()
-        count = _unparen(count)
+        count = unparen(count)
         if unknown or "sizeof" in count:
             why = f"uses {', '.join(sorted(unknown))}" if unknown else "not COUNT * sizeof(T)"
             out.missing[f"--size {name}"] = f"cudaMalloc(&{arg}, {mallocs[arg]}) {why}"
