@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from veriforge.optiml.kernel_reader import Analyzer, Node, Poly, Stmt, gcoord, is_int_type, walk_nodes, walk_stmts
+from veriforge.optiml.operators._coords import block_items, bounds_guard
 from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
 from veriforge.optiml.source_scan import Function, SourceScan, scan
 from veriforge.optiml.source_tokens import Refuse, apply_edits, fresh_name, trim_span
@@ -80,16 +81,6 @@ def _float_pointer(t: str) -> bool:
     return _words(t) == ["float", "*"]
 
 
-def _flatten(node: Node, op: str) -> list[Node]:
-    if node.kind == "bin" and node.op == op:
-        return _flatten(node.kids[0], op) + _flatten(node.kids[1], op)
-    return [node]
-
-
-def _block_items(s: Stmt) -> list[Stmt]:
-    return list(s.kids) if s.kind == "block" else [s]
-
-
 def _param_poly(p: Poly, int_params: set[str]) -> bool:
     return p.symbols() <= int_params
 
@@ -106,30 +97,6 @@ def _affine_text(op: _Operand, coord: str, kexpr: str) -> str:
     if op.c.terms:
         parts.append(_paren(op.c))
     return " + ".join(parts)
-
-
-def _guard(an: Analyzer, cond: Node, positive: bool, coords: dict[str, str]) -> dict[str, str]:
-    """axis -> extent parameter name, from ``row < M && col < N`` (positive) or ``row >= M || col >= N``."""
-    ext: dict[str, str] = {}
-    for atom in _flatten(cond, "&&" if positive else "||"):
-        if atom.kind != "bin":
-            raise Refuse("guard atom")
-        lhs, rhs = atom.kids
-        if atom.op == ("<" if positive else ">="):
-            var, bound = lhs, rhs
-        elif atom.op == (">" if positive else "<="):
-            var, bound = rhs, lhs
-        else:
-            raise Refuse("guard comparison")
-        if var.kind != "id" or var.value not in coords or bound.kind != "id" or bound.value not in an.int_params:
-            raise Refuse("guard operands")
-        axis = coords[var.value]
-        if axis in ext:
-            raise Refuse("guard repeats an axis")
-        ext[axis] = bound.value
-    if set(ext) != {"x", "y"}:
-        raise Refuse("guard must bound both coordinates")
-    return ext
 
 
 def _operand(an: Analyzer, node: Node, env: dict[str, Poly], coords: dict[str, str], k: str) -> _Operand:
@@ -237,14 +204,14 @@ def _plan(sc: SourceScan, fn: Function, an: Analyzer) -> _Plan | None:
     gstmt = body[i]
     cond = gstmt.exprs[0]
     assert cond is not None
-    then = _block_items(gstmt.kids[0])
+    then = block_items(gstmt.kids[0])
     if len(then) == 1 and then[0].kind == "return" and then[0].exprs[0] is None:
         positive, inner = False, body[i + 1:]
     elif i == len(body) - 1:
         positive, inner = True, then
     else:
         raise Refuse("statements after the guard")
-    ext = _guard(an, cond, positive, coords)
+    ext = bounds_guard(an, cond, positive, coords, "xy")
     cond_text = text[cond.start:cond.end]
     guard = cond_text if positive else f"!({cond_text})"
     if len(inner) < 2 or inner[0].kind != "decl" or inner[1].kind != "for":
@@ -279,7 +246,7 @@ def _plan(sc: SourceScan, fn: Function, an: Analyzer) -> _Plan | None:
         raise Refuse("loop step")
     if an._mutated.get(k) != 1 or an._decls.get(k) != 1:
         raise Refuse("loop variable reused")
-    items = _block_items(loop.kids[0])
+    items = block_items(loop.kids[0])
     if len(items) != 1 or items[0].kind != "expr":
         raise Refuse("loop body")
     e = items[0].exprs[0]
