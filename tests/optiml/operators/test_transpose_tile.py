@@ -214,7 +214,8 @@ def test_search_finds_the_tiled_transpose_on_the_bundled_task() -> None:
     from veriforge.optiml.xsearch import XSearchSettings, optimize
 
     settings = XSearchSettings(max_evaluations=2, seed=0, heldout=False, final_top_k=1)
-    result = optimize("c2cuda/transpose_2d", settings=settings, proposers=[BuiltinProposer(operators=["transpose_tile"])])
+    result = optimize("c2cuda/transpose_2d", settings=settings,
+                      proposers=[BuiltinProposer(operators=["transpose_tile"])])
     best = result.best
     assert best.state.metadata.get("operator") == "transpose_tile", best.state.metadata
     assert best.evaluation.objective < 0.9 * result.start.evaluation.objective

@@ -14,14 +14,20 @@ change meaning when the block shape changes, so it is refused.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from veriforge.optiml.kernel_reader import Analyzer, Node, Poly, Stmt, gcoord, is_int_type, walk_nodes, walk_stmts
+from veriforge.optiml.operators.registry import motivating_findings
 from veriforge.optiml.source_scan import Function, Launch, SourceScan
-from veriforge.optiml.source_tokens import Refuse
+from veriforge.optiml.source_tokens import Refuse, apply_edits, trim_span
 
-__all__ = ["Shape", "block_items", "bounds_guard", "flatten", "int_locals", "launch_arguments", "names_in",
-           "plain_value", "read_shape", "side_effect_free"]
+__all__ = ["Shape", "block_items", "bounds_guard", "flatten", "int_locals", "launch_arguments", "motivated",
+           "names_in", "plain_value", "planned", "read_guard", "read_shape", "relaunch", "side_effect_free",
+           "single_launch"]
+
+P = TypeVar("P")
 
 
 @dataclass
@@ -145,7 +151,18 @@ def read_shape(sc: SourceScan, fn: Function, axes: str, allowed: frozenset[str] 
             others.append(s)
         prologue.append(s)
         i += 1
-    if set(coords.values()) != set(axes) or i >= len(body) or body[i].kind != "if" or len(body[i].kids) != 1:
+    if set(coords.values()) != set(axes):
+        raise Refuse("no coordinate for every axis")
+    ext, guard, inner = read_guard(sc, an, i, coords, axes)
+    return Shape(an, coords, prologue, others, env, ext, guard, inner)
+
+
+def read_guard(sc: SourceScan, an: Analyzer, i: int, coords: dict[str, str], axes: str
+               ) -> tuple[dict[str, str], str, list[Stmt]]:
+    """(extents, positive guard text, guarded statements) of the guard at top-level statement ``i``:
+    ``if (guard) { ... }`` ending the body, or ``if (!guard) return;`` followed by the rest."""
+    body = an.body
+    if i >= len(body) or body[i].kind != "if" or len(body[i].kids) != 1:
         raise Refuse("no guard on the coordinates")
     gstmt = body[i]
     cond = gstmt.exprs[0]
@@ -159,7 +176,56 @@ def read_shape(sc: SourceScan, fn: Function, axes: str, allowed: frozenset[str] 
         raise Refuse("statements after the guard")
     ext = bounds_guard(an, cond, positive, coords, axes)
     cond_text = sc.source[cond.start:cond.end]
-    return Shape(an, coords, prologue, others, env, ext, cond_text if positive else f"!({cond_text})", inner)
+    return ext, cond_text if positive else f"!({cond_text})", inner
+
+
+def single_launch(sc: SourceScan, fn: Function) -> Launch | None:
+    """The only launch of ``fn`` when ``fn`` is defined once and launched once."""
+    launches = sc.launches_of(fn.name)
+    if len(launches) != 1 or sum(1 for f in sc.functions if f.name == fn.name) != 1:
+        return None
+    return launches[0]
+
+
+def planned(sc: SourceScan, fn: Function, planner: Callable[[SourceScan, Function], P]
+            ) -> tuple[Launch, P, dict[str, str]] | None:
+    """(the single launch, ``planner``'s plan, the launch's arguments by parameter name) or None when the
+    kernel is not launched exactly once, the planner refuses or the call cannot be read. The plan must
+    carry its :class:`Shape` as ``plan.shape``; the guard's extents must be plain argument expressions."""
+    launch = single_launch(sc, fn)
+    if launch is None:
+        return None
+    try:
+        plan = planner(sc, fn)
+    except Refuse:
+        return None
+    shape: Shape = plan.shape  # type: ignore[attr-defined]
+    args = launch_arguments(sc, launch, shape.an)
+    if args is None or not all(plain_value(args[p]) for p in shape.ext.values()):
+        return None  # the new grid repeats the extents' argument expressions: keep them side-effect free
+    return launch, plan, args
+
+
+def relaunch(sc: SourceScan, body: tuple[int, int, str], launch: Launch, grid: str, block: str,
+             defines: dict[str, int]) -> str | None:
+    """The source with ``body`` (span, new text) replaced, the launch's grid and block rewritten and
+    ``defines`` prepended as ``#define`` lines (None when the spans overlap)."""
+    edits = [
+        body,
+        (*trim_span(sc.text, launch.grid), grid),
+        (*trim_span(sc.text, launch.block), block),
+        (0, 0, "".join(f"#define {name} {value}\n" for name, value in defines.items())),
+    ]
+    try:
+        return apply_edits(sc.source, edits, disjoint=True)
+    except ValueError:
+        return None
+
+
+def motivated(findings: Sequence[Any], motives: set[str]) -> tuple[list[dict[str, Any]], float]:
+    """(motivating findings, prior 2 + their severities): a restructuring edit the search tries early."""
+    motive = motivating_findings(findings, motives)
+    return motive, 2.0 + sum(float(f.get("severity") or 0) for f in motive)
 
 
 def launch_arguments(sc: SourceScan, launch: Launch, an: Analyzer) -> dict[str, str] | None:

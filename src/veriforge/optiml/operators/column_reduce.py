@@ -71,10 +71,10 @@ from typing import Any
 
 from veriforge.optiml.kernel_reader import Node, Poly, Stmt, is_int_type, walk_nodes, walk_stmts
 from veriforge.optiml.operators import _coords as coords
-from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
+from veriforge.optiml.operators.registry import EditProposal, operator
 from veriforge.optiml.operators.rows import _MAX_FUNCS, _PURE_FUNCS
 from veriforge.optiml.source_scan import Function, SourceScan, scan
-from veriforge.optiml.source_tokens import Refuse, apply_edits, fresh_name, trim_span
+from veriforge.optiml.source_tokens import Refuse, fresh_name
 
 __all__ = ["column_reduce_edits"]
 
@@ -353,17 +353,10 @@ def _render(sc: SourceScan, plan: _Plan, names: dict[str, str], taken: set[str])
 
 
 def _edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditProposal | None:
-    launches = sc.launches_of(fn.name)
-    if len(launches) != 1 or sum(1 for f in sc.functions if f.name == fn.name) != 1:
+    found = coords.planned(sc, fn, _plan)
+    if found is None:
         return None
-    launch = launches[0]
-    try:
-        plan = _plan(sc, fn)
-    except Refuse:
-        return None
-    args = coords.launch_arguments(sc, launch, plan.shape.an)
-    if args is None or not coords.plain_value(args[plan.shape.ext["x"]]):
-        return None
+    launch, plan, args = found
     pointer_args = [args[p] for p in plan.reads | plan.written]
     if not all(re.fullmatch(r"[A-Za-z_]\w*", a) for a in pointer_args) \
             or {args[p] for p in plan.reads} & {args[p] for p in plan.written}:
@@ -374,18 +367,11 @@ def _edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditProposal
     body = _render(sc, plan, names, taken)
     cx, ry = names["COLS_X"], names["ROWS_Y"]
     n_arg = args[plan.shape.ext["x"]]
-    edits = [
-        (fn.body_start, fn.body_end, body),
-        (*trim_span(sc.text, launch.grid), f"dim3(({n_arg} + {cx} - 1) / {cx})"),
-        (*trim_span(sc.text, launch.block), f"dim3({cx}, {ry})"),
-        (0, 0, f"#define {cx} {DEFAULT_COLS}\n#define {ry} {DEFAULT_ROWS}\n"),
-    ]
-    try:
-        new = apply_edits(source, edits, disjoint=True)
-    except ValueError:
+    new = coords.relaunch(sc, (fn.body_start, fn.body_end, body), launch, f"dim3(({n_arg} + {cx} - 1) / {cx})",
+                          f"dim3({cx}, {ry})", {cx: DEFAULT_COLS, ry: DEFAULT_ROWS})
+    if new is None:
         return None
-    motive = motivating_findings(findings, _MOTIVES)
-    prior = 2.0 + sum(float(f.get("severity") or 0) for f in motive)
+    motive, prior = coords.motivated(findings, _MOTIVES)
     kinds = ", ".join(f"{a.name}: {a.kind}" for a in plan.accs)
     desc = (f"split {fn.name}'s column loop over {ry} row groups per {cx} columns, "
             f"partials combined in shared memory ({kinds})")

@@ -70,10 +70,10 @@ from typing import Any
 from veriforge.optiml.kernel_reader import Node, Poly, Stmt, walk_nodes, walk_stmts
 from veriforge.optiml.operators import _coords as coords
 from veriforge.optiml.operators import _layout as layout
-from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
+from veriforge.optiml.operators.registry import EditProposal, operator
 from veriforge.optiml.operators.rows import _PURE_FUNCS
 from veriforge.optiml.source_scan import Function, SourceScan, scan
-from veriforge.optiml.source_tokens import Refuse, apply_edits, fresh_name, trim_span
+from veriforge.optiml.source_tokens import Refuse, fresh_name
 
 __all__ = ["transpose_tile_edits"]
 
@@ -196,21 +196,11 @@ def _phase(sc: SourceScan, plan: _Plan, names: dict[str, str], lanes: str, work:
 
 
 def _edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditProposal | None:
-    launches = sc.launches_of(fn.name)
-    if len(launches) != 1 or sum(1 for f in sc.functions if f.name == fn.name) != 1:
+    found = coords.planned(sc, fn, _plan)
+    if found is None:
         return None
-    launch = launches[0]
-    try:
-        plan = _plan(sc, fn)
-    except Refuse:
-        return None
-    an = plan.shape.an
-    args = coords.launch_arguments(sc, launch, an)
-    if args is None:
-        return None
+    launch, plan, args = found
     ext = {a: args[plan.shape.ext[a]] for a in "xy"}
-    if not all(coords.plain_value(t) for t in ext.values()):
-        return None
     if not (re.fullmatch(r"[A-Za-z_]\w*", args[plan.src]) and re.fullmatch(r"[A-Za-z_]\w*", args[plan.dst])
             and args[plan.src] != args[plan.dst]):
         return None  # the same pointer twice, or pointer arithmetic: input and output may alias
@@ -242,18 +232,11 @@ def _edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditProposal
             + _phase(sc, plan, names, plan.src_lanes, load) + f"\n{_IND}__syncthreads();\n"
             + _phase(sc, plan, names, dst_lanes, store_text) + "\n")
     grid_text = f"dim3(({ext['x']} + {tile} - 1) / {tile}, ({ext['y']} + {tile} - 1) / {tile}{z})"
-    edits = [
-        (fn.body_start, fn.body_end, body),
-        (*trim_span(sc.text, launch.grid), grid_text),
-        (*trim_span(sc.text, launch.block), f"dim3({tile}, {rows})"),
-        (0, 0, f"#define {tile} {DEFAULT_TILE}\n#define {rows} {DEFAULT_ROWS}\n"),
-    ]
-    try:
-        new = apply_edits(source, edits, disjoint=True)
-    except ValueError:
+    new = coords.relaunch(sc, (fn.body_start, fn.body_end, body), launch, grid_text, f"dim3({tile}, {rows})",
+                          {tile: DEFAULT_TILE, rows: DEFAULT_ROWS})
+    if new is None:
         return None
-    motive = motivating_findings(findings, _MOTIVES)
-    prior = 2.0 + sum(float(f.get("severity") or 0) for f in motive)
+    motive, prior = coords.motivated(findings, _MOTIVES)
     desc = (f"tile {fn.name}'s transpose ({plan.src} -> {plan.dst}) through a padded {tile} x {tile} "
             f"shared tile, both accesses coalesced")
     return EditProposal(OPERATOR, new, desc,
