@@ -11,8 +11,9 @@ padding (``[TILE][TILE + 1]``) so the column-wise shared accesses of a warp hit 
 Recognised shape (anything else yields no edit):
 
 * one ``__global__`` kernel with exactly one launch site; no ``__shared__``, barriers, warp intrinsics,
-  atomics, ``gridDim`` (and nothing the statement parser of :mod:`~veriforge.optiml.kernel_reader`
-  refuses: ``while``, ``switch``, local arrays, ...);
+  atomics, ``gridDim``, ``__launch_bounds__`` (the block changes) anywhere in the file, and nothing
+  the statement parser of :mod:`~veriforge.optiml.kernel_reader` refuses (``while``, ``switch``, local
+  arrays, ...);
 * a prologue of immutable ``int`` locals (:func:`._coords.read_shape`): the two coordinates
   ``x = blockIdx.x * blockDim.x + threadIdx.x`` and ``y = blockIdx.y * blockDim.y + threadIdx.y`` (any
   names, one per declaration) and affine locals over them, the ``int`` parameters and ``blockIdx.z`` (a
