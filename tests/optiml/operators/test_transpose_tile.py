@@ -14,14 +14,12 @@ from veriforge.cuda import cpu
 from veriforge.optiml.operators import find_tunables
 from veriforge.optiml.operators.transpose_tile import transpose_tile_edits
 
-# Coalesced read, strided write; if-block guard; dim3 variables at the launch.
+# Coalesced read, strided write; guard without braces; dim3 variables at the launch.
 NAIVE = """
 __global__ void tr(const float* in, float* out, int rows, int cols) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     int r = blockIdx.y * blockDim.y + threadIdx.y;
-    if (r < rows && c < cols) {
-        out[c * rows + r] = in[r * cols + c];
-    }
+    if (c < cols && r < rows) out[c * rows + r] = in[r * cols + c];
 }
 
 extern "C" void solve(const float* in, float* out, int rows, int cols) {
@@ -176,8 +174,8 @@ def test_tile_sizes_are_tunables_and_findings_raise_the_prior() -> None:
     # both accesses coalesced along x: a copy, nothing to transpose
     ("out[c * rows + r]", "out[r * cols + c]"),
     # a guard that does not bound both coordinates
-    ("if (r < rows && c < cols)", "if (r < rows)"),
-    ("if (r < rows && c < cols)", "if (r < rows && c < cols && in[0] > 0.0f)"),
+    ("if (c < cols && r < rows)", "if (r < rows)"),
+    ("if (c < cols && r < rows)", "if (c < cols && r < rows && in[0] > 0.0f)"),
     # a call that is not pure math
     ("= in[r * cols + c];", "= g(in[r * cols + c]);"),
     # another builtin that would change meaning with the block shape
