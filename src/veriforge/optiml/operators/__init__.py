@@ -40,10 +40,16 @@ pattern it fully understands:
   kernel, intermediates kept in registers.
 * **tile_shared** (:mod:`.tile_shared`) — an inner-product loop over k (naive matmul, NN or NT
   layout) becomes TILE x TILE shared-memory tiling with coalesced tile loads.
+* **transpose_tile** (:mod:`.transpose_tile`) — a naive 2-D transpose (strided store or strided load,
+  element-wise expression, optional ``blockIdx.z`` batch) becomes the padded shared-memory tiled
+  transpose with both global accesses coalesced.
+* **column_reduce** (:mod:`.column_reduce`) — thread-per-column reductions over rows (sum, Aᵀx, mean,
+  max/min) become 2-D blocks whose row groups stride the rows, combined in shared memory.
 
 Modules whose name starts with ``_`` hold helpers shared by a family of operators (``_layout``; ``_grid``:
 grid-stride shapes and the grid cap; ``_atomics``: reading an atomic statement; ``_elementwise``: the
-element-wise launch rewrite);
+element-wise launch rewrite; ``_coords``: the coordinate prologue and guard of ``tile_shared``,
+``transpose_tile`` and ``column_reduce``);
 the kernel readers every operator may use are :mod:`veriforge.optiml.kernel_reader`,
 :mod:`veriforge.optiml.source_scan` and :mod:`veriforge.optiml.source_tokens`.
 

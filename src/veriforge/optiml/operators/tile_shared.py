@@ -50,9 +50,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from veriforge.optiml.kernel_reader import Analyzer, Node, Poly, Stmt, gcoord, is_int_type, walk_nodes, walk_stmts
-from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
+from veriforge.optiml.operators._coords import (
+    block_items,
+    launch_arguments,
+    motivated,
+    plain_value,
+    read_guard,
+    relaunch,
+    single_launch,
+)
+from veriforge.optiml.operators.registry import EditProposal, operator
 from veriforge.optiml.source_scan import Function, SourceScan, scan
-from veriforge.optiml.source_tokens import Refuse, apply_edits, fresh_name, trim_span
+from veriforge.optiml.source_tokens import Refuse, fresh_name
 
 __all__ = ["tile_shared_edits"]
 
@@ -80,16 +89,6 @@ def _float_pointer(t: str) -> bool:
     return _words(t) == ["float", "*"]
 
 
-def _flatten(node: Node, op: str) -> list[Node]:
-    if node.kind == "bin" and node.op == op:
-        return _flatten(node.kids[0], op) + _flatten(node.kids[1], op)
-    return [node]
-
-
-def _block_items(s: Stmt) -> list[Stmt]:
-    return list(s.kids) if s.kind == "block" else [s]
-
-
 def _param_poly(p: Poly, int_params: set[str]) -> bool:
     return p.symbols() <= int_params
 
@@ -106,30 +105,6 @@ def _affine_text(op: _Operand, coord: str, kexpr: str) -> str:
     if op.c.terms:
         parts.append(_paren(op.c))
     return " + ".join(parts)
-
-
-def _guard(an: Analyzer, cond: Node, positive: bool, coords: dict[str, str]) -> dict[str, str]:
-    """axis -> extent parameter name, from ``row < M && col < N`` (positive) or ``row >= M || col >= N``."""
-    ext: dict[str, str] = {}
-    for atom in _flatten(cond, "&&" if positive else "||"):
-        if atom.kind != "bin":
-            raise Refuse("guard atom")
-        lhs, rhs = atom.kids
-        if atom.op == ("<" if positive else ">="):
-            var, bound = lhs, rhs
-        elif atom.op == (">" if positive else "<="):
-            var, bound = rhs, lhs
-        else:
-            raise Refuse("guard comparison")
-        if var.kind != "id" or var.value not in coords or bound.kind != "id" or bound.value not in an.int_params:
-            raise Refuse("guard operands")
-        axis = coords[var.value]
-        if axis in ext:
-            raise Refuse("guard repeats an axis")
-        ext[axis] = bound.value
-    if set(ext) != {"x", "y"}:
-        raise Refuse("guard must bound both coordinates")
-    return ext
 
 
 def _operand(an: Analyzer, node: Node, env: dict[str, Poly], coords: dict[str, str], k: str) -> _Operand:
@@ -178,10 +153,9 @@ def _id_count(stmts: list[Stmt], name: str) -> int:
 
 
 def _kernel_edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditProposal | None:
-    launches = sc.launches_of(fn.name)
-    if len(launches) != 1 or sum(1 for f in sc.functions if f.name == fn.name) != 1:
+    launch = single_launch(sc, fn)
+    if launch is None:
         return None
-    launch = launches[0]
     try:
         an = Analyzer(sc, fn)
         plan = _plan(sc, fn, an)
@@ -232,21 +206,9 @@ def _plan(sc: SourceScan, fn: Function, an: Analyzer) -> _Plan | None:
                 env[name] = p
         pre_end = s.end
         i += 1
-    if set(coords.values()) != {"x", "y"} or i >= len(body) or body[i].kind != "if" or len(body[i].kids) != 1:
+    if set(coords.values()) != {"x", "y"}:
         raise Refuse("no 2-D guard")
-    gstmt = body[i]
-    cond = gstmt.exprs[0]
-    assert cond is not None
-    then = _block_items(gstmt.kids[0])
-    if len(then) == 1 and then[0].kind == "return" and then[0].exprs[0] is None:
-        positive, inner = False, body[i + 1:]
-    elif i == len(body) - 1:
-        positive, inner = True, then
-    else:
-        raise Refuse("statements after the guard")
-    ext = _guard(an, cond, positive, coords)
-    cond_text = text[cond.start:cond.end]
-    guard = cond_text if positive else f"!({cond_text})"
+    ext, guard, inner = read_guard(sc, an, i, coords, "xy")
     if len(inner) < 2 or inner[0].kind != "decl" or inner[1].kind != "for":
         raise Refuse("guarded body is not acc; for")
     d = inner[0]
@@ -279,7 +241,7 @@ def _plan(sc: SourceScan, fn: Function, an: Analyzer) -> _Plan | None:
         raise Refuse("loop step")
     if an._mutated.get(k) != 1 or an._decls.get(k) != 1:
         raise Refuse("loop variable reused")
-    items = _block_items(loop.kids[0])
+    items = block_items(loop.kids[0])
     if len(items) != 1 or items[0].kind != "expr":
         raise Refuse("loop body")
     e = items[0].exprs[0]
@@ -300,15 +262,8 @@ def _plan(sc: SourceScan, fn: Function, an: Analyzer) -> _Plan | None:
 def _render(sc: SourceScan, fn: Function, launch: Any, an: Analyzer, plan: _Plan,
             findings: Sequence[Any]) -> EditProposal | None:
     source = sc.source
-    call = sc.launch_call(launch)
-    if call is None:
-        return None
-    args, _, _ = call
-    names = [n for _, n in an.params]
-    if len(args) != len(names):
-        return None
-    arg_text = {n: sc.expr(span) for n, span in zip(names, args, strict=True)}
-    if any(not re.fullmatch(r"[\w\s.+\-*/()]+", arg_text[plan.ext[a]]) for a in "xy"):
+    arg_text = launch_arguments(sc, launch, an)
+    if arg_text is None or not all(plain_value(arg_text[plan.ext[a]]) for a in "xy"):
         return None  # the grid repeats the argument expression: keep it side-effect free
     taken: set[str] = set()
     tile = fresh_name(source, "TILE", taken)
@@ -349,18 +304,11 @@ def _render(sc: SourceScan, fn: Function, launch: Any, an: Analyzer, plan: _Plan
     )
     gx = f"({arg_text[plan.ext['x']]} + {tile} - 1) / {tile}"
     gy = f"({arg_text[plan.ext['y']]} + {tile} - 1) / {tile}"
-    edits = [
-        (plan.pre_end, fn.body_end, new_body),
-        (*trim_span(sc.text, launch.grid), f"dim3({gx}, {gy})"),
-        (*trim_span(sc.text, launch.block), f"dim3({tile}, {tile})"),
-        (0, 0, f"#define {tile} {DEFAULT_TILE}\n"),
-    ]
-    try:
-        new = apply_edits(source, edits, disjoint=True)
-    except ValueError:
+    new = relaunch(sc, (plan.pre_end, fn.body_end, new_body), launch, f"dim3({gx}, {gy})", f"dim3({tile}, {tile})",
+                   {tile: DEFAULT_TILE})
+    if new is None:
         return None
-    motive = motivating_findings(findings, _MOTIVES)
-    prior = 2.0 + sum(float(f.get("severity") or 0) for f in motive)
+    motive, prior = motivated(findings, _MOTIVES)
     desc = (f"tile {fn.name}'s inner product over {plan.k_bound} in shared memory "
             f"({plan.first.name}: {plan.first.layout}, {plan.second.name}: {plan.second.layout}), "
             f"{tile}x{tile} blocks")
