@@ -44,12 +44,10 @@ still declared; ``acc`` starts from a literal, so computing it for out-of-range 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from veriforge.optiml.kernel_reader import Analyzer, Node, Poly, Stmt, gcoord, is_int_type, walk_nodes, walk_stmts
+from veriforge.optiml.operators._matmul import MatmulPlan, affine_text, launch_args, poly_text, read_matmul, zero
 from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
 from veriforge.optiml.source_scan import Function, SourceScan, scan
 from veriforge.optiml.source_tokens import Refuse, apply_edits, fresh_name, trim_span
@@ -62,254 +60,20 @@ _MOTIVES = {"memory_bound", "uncoalesced_load", "low_dram_throughput", "compute_
 _INDENT = "    "
 
 
-@dataclass
-class _Operand:
-    name: str  # the pointer parameter
-    axis: str  # "x" or "y": which thread coordinate the index depends on
-    layout: str  # "sk" (k unit stride) or "ks" (coordinate unit stride)
-    a: Poly  # coefficient of the coordinate
-    b: Poly  # coefficient of k
-    c: Poly  # the rest
-
-
-def _words(t: str) -> list[str]:
-    return [w for w in t.replace("*", " * ").split() if w not in ("const", "__restrict__", "volatile")]
-
-
-def _float_pointer(t: str) -> bool:
-    return _words(t) == ["float", "*"]
-
-
-def _flatten(node: Node, op: str) -> list[Node]:
-    if node.kind == "bin" and node.op == op:
-        return _flatten(node.kids[0], op) + _flatten(node.kids[1], op)
-    return [node]
-
-
-def _block_items(s: Stmt) -> list[Stmt]:
-    return list(s.kids) if s.kind == "block" else [s]
-
-
-def _param_poly(p: Poly, int_params: set[str]) -> bool:
-    return p.symbols() <= int_params
-
-
-def _paren(p: Poly) -> str:
-    text = p.render()
-    return text if re.fullmatch(r"-?\w+", text) else f"({text})"
-
-
-def _affine_text(op: _Operand, coord: str, kexpr: str) -> str:
-    parts = []
-    for coef, expr in ((op.a, coord), (op.b, kexpr)):
-        parts.append(f"({expr})" if coef == Poly.const(1) else f"{_paren(coef)} * ({expr})")
-    if op.c.terms:
-        parts.append(_paren(op.c))
-    return " + ".join(parts)
-
-
-def _guard(an: Analyzer, cond: Node, positive: bool, coords: dict[str, str]) -> dict[str, str]:
-    """axis -> extent parameter name, from ``row < M && col < N`` (positive) or ``row >= M || col >= N``."""
-    ext: dict[str, str] = {}
-    for atom in _flatten(cond, "&&" if positive else "||"):
-        if atom.kind != "bin":
-            raise Refuse("guard atom")
-        lhs, rhs = atom.kids
-        if atom.op == ("<" if positive else ">="):
-            var, bound = lhs, rhs
-        elif atom.op == (">" if positive else "<="):
-            var, bound = rhs, lhs
-        else:
-            raise Refuse("guard comparison")
-        if var.kind != "id" or var.value not in coords or bound.kind != "id" or bound.value not in an.int_params:
-            raise Refuse("guard operands")
-        axis = coords[var.value]
-        if axis in ext:
-            raise Refuse("guard repeats an axis")
-        ext[axis] = bound.value
-    if set(ext) != {"x", "y"}:
-        raise Refuse("guard must bound both coordinates")
-    return ext
-
-
-def _operand(an: Analyzer, node: Node, env: dict[str, Poly], coords: dict[str, str], k: str) -> _Operand:
-    if node.kind != "index" or node.kids[0].kind != "id":
-        raise Refuse("operand is not X[...]")
-    name = node.kids[0].value
-    ptype = dict((n, t) for t, n in an.params).get(name)
-    if ptype is None or not _float_pointer(ptype):
-        raise Refuse("operand is not a float pointer parameter")
-    p = an.poly(node.kids[1], {**env, k: Poly.sym(k)})
-    if p is None:
-        raise Refuse("index not affine")
-    used = [c for c in coords if c in p.symbols()]
-    if len(used) != 1:
-        raise Refuse("operand must depend on exactly one coordinate")
-    s = used[0]
-    split_k = p.split_by(k)
-    if split_k is None:
-        raise Refuse("k squared")
-    b, r = split_k
-    split_s = r.split_by(s)
-    if split_s is None:
-        raise Refuse("coordinate squared")
-    a, c = split_s
-    for part in (a, b, c):
-        if not _param_poly(part, an.int_params):
-            raise Refuse("index mixes coordinates")
-    if not a.terms or not b.terms:
-        raise Refuse("index misses the coordinate or k")
-    if b == Poly.const(1):
-        layout = "sk"
-    elif a == Poly.const(1):
-        layout = "ks"
-    else:
-        raise Refuse("no unit stride")
-    return _Operand(name, coords[s], layout, a, b, c)
-
-
-def _id_count(stmts: list[Stmt], name: str) -> int:
-    count = 0
-    for stmt in stmts:
-        for s in walk_stmts(stmt):
-            for e in [*s.exprs, *(init for _, init in s.names)]:
-                count += sum(1 for n in walk_nodes(e) if n.kind == "id" and n.value == name)
-    return count
-
-
 def _kernel_edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditProposal | None:
-    launches = sc.launches_of(fn.name)
-    if len(launches) != 1 or sum(1 for f in sc.functions if f.name == fn.name) != 1:
-        return None
-    launch = launches[0]
     try:
-        an = Analyzer(sc, fn)
-        plan = _plan(sc, fn, an)
+        plan = read_matmul(sc, fn)
     except Refuse:
         return None
-    if plan is None:
+    found = launch_args(sc, fn, plan)
+    if found is None:
         return None
-    return _render(sc, fn, launch, an, plan, findings)
+    return _render(sc, fn, found[0], found[1], plan, findings)
 
 
-@dataclass
-class _Plan:
-    pre_end: int  # end of the int-local prologue
-    ext: dict[str, str]
-    guard: str  # C text of the positive guard
-    acc: str
-    acc_decl: str
-    k_bound: str
-    first: _Operand
-    second: _Operand
-    post: list[Stmt]
-
-
-def _plan(sc: SourceScan, fn: Function, an: Analyzer) -> _Plan | None:
-    text = sc.text
-    env: dict[str, Poly] = {n: Poly.sym(n) for n in an.int_params}
-    coords: dict[str, str] = {}
-    body = an.body
-    i = 0
-    pre_end = fn.body_start
-    while i < len(body) and body[i].kind == "decl":
-        s = body[i]
-        if not is_int_type(s.type):
-            raise Refuse("prologue declares a non-int")
-        for name, init in s.names:
-            if init is None or an._mutated.get(name) or an._decls.get(name, 0) != 1:
-                raise Refuse("mutable prologue local")
-            p = an.poly(init, env)
-            if p is None:
-                raise Refuse("prologue local not affine")
-            if p in (gcoord("x"), gcoord("y")):
-                axis = "x" if p == gcoord("x") else "y"
-                if axis in coords.values():
-                    raise Refuse("two locals for one coordinate")
-                coords[name] = axis
-                env[name] = Poly.sym(name)
-            else:
-                env[name] = p
-        pre_end = s.end
-        i += 1
-    if set(coords.values()) != {"x", "y"} or i >= len(body) or body[i].kind != "if" or len(body[i].kids) != 1:
-        raise Refuse("no 2-D guard")
-    gstmt = body[i]
-    cond = gstmt.exprs[0]
-    assert cond is not None
-    then = _block_items(gstmt.kids[0])
-    if len(then) == 1 and then[0].kind == "return" and then[0].exprs[0] is None:
-        positive, inner = False, body[i + 1:]
-    elif i == len(body) - 1:
-        positive, inner = True, then
-    else:
-        raise Refuse("statements after the guard")
-    ext = _guard(an, cond, positive, coords)
-    cond_text = text[cond.start:cond.end]
-    guard = cond_text if positive else f"!({cond_text})"
-    if len(inner) < 2 or inner[0].kind != "decl" or inner[1].kind != "for":
-        raise Refuse("guarded body is not acc; for")
-    d = inner[0]
-    if _words(d.type) != ["float"] or len(d.names) != 1 or d.names[0][1] is None or d.names[0][1].kind != "num":
-        raise Refuse("acc is not a float with a literal start")
-    acc = d.names[0][0]
-    loop = inner[1]
-    post = inner[2:]
-    for s in [*body[:i], *post]:
-        if any(x.kind == "for" for x in walk_stmts(s)):
-            raise Refuse("more than one loop")
-    if an._mutated.get(acc) != 1 or an._decls.get(acc) != 1:
-        raise Refuse("acc changed outside the loop")
-    if len(loop.kids) != 2 or loop.kids[1].kind != "decl" or not is_int_type(loop.kids[1].type):
-        raise Refuse("loop header")
-    init = loop.kids[1]
-    if len(init.names) != 1 or init.names[0][1] is None or init.names[0][1].kind != "num" \
-            or init.names[0][1].value != 0:
-        raise Refuse("loop must start at 0")
-    k = init.names[0][0]
-    kcond, step = loop.exprs
-    if kcond is None or kcond.kind != "bin" or kcond.op != "<" or kcond.kids[0].kind != "id" \
-            or kcond.kids[0].value != k or kcond.kids[1].kind != "id" or kcond.kids[1].value not in an.int_params:
-        raise Refuse("loop bound")
-    if step is None or not ((step.kind in ("unary", "post") and step.op == "++" and step.kids[0].kind == "id"
-                             and step.kids[0].value == k)
-                            or (step.kind == "assign" and step.op == "+=" and step.kids[0].kind == "id"
-                                and step.kids[0].value == k and step.kids[1].kind == "num"
-                                and step.kids[1].value == 1)):
-        raise Refuse("loop step")
-    if an._mutated.get(k) != 1 or an._decls.get(k) != 1:
-        raise Refuse("loop variable reused")
-    items = _block_items(loop.kids[0])
-    if len(items) != 1 or items[0].kind != "expr":
-        raise Refuse("loop body")
-    e = items[0].exprs[0]
-    if e is None or e.kind != "assign" or e.op != "+=" or e.kids[0].kind != "id" or e.kids[0].value != acc:
-        raise Refuse("loop body is not acc += ...")
-    prod = e.kids[1]
-    if prod.kind != "bin" or prod.op != "*":
-        raise Refuse("not a product")
-    first = _operand(an, prod.kids[0], env, coords, k)
-    second = _operand(an, prod.kids[1], env, coords, k)
-    for name in {first.name, second.name}:
-        # Only read, and only in the product: no write, cast, alias or call can reach the operand.
-        if _id_count(body, name) != _id_count([loop], name):
-            raise Refuse("operand used outside the loop")
-    return _Plan(pre_end, ext, guard, acc, text[d.start:d.end], kcond.kids[1].value, first, second, post)
-
-
-def _render(sc: SourceScan, fn: Function, launch: Any, an: Analyzer, plan: _Plan,
+def _render(sc: SourceScan, fn: Function, launch: Any, arg_text: dict[str, str], plan: MatmulPlan,
             findings: Sequence[Any]) -> EditProposal | None:
     source = sc.source
-    call = sc.launch_call(launch)
-    if call is None:
-        return None
-    args, _, _ = call
-    names = [n for _, n in an.params]
-    if len(args) != len(names):
-        return None
-    arg_text = {n: sc.expr(span) for n, span in zip(names, args, strict=True)}
-    if any(not re.fullmatch(r"[\w\s.+\-*/()]+", arg_text[plan.ext[a]]) for a in "xy"):
-        return None  # the grid repeats the argument expression: keep it side-effect free
     taken: set[str] = set()
     tile = fresh_name(source, "TILE", taken)
     kt = fresh_name(source, "kt", taken)
@@ -317,12 +81,15 @@ def _render(sc: SourceScan, fn: Function, launch: Any, an: Analyzer, plan: _Plan
     tx = fresh_name(source, "tx", taken)
     ty = fresh_name(source, "ty", taken)
     ind, ind2 = _INDENT, _INDENT * 2
-    lines = [f"{ind}const int {tx} = threadIdx.x;", f"{ind}const int {ty} = threadIdx.y;"]
-    tiles: list[tuple[_Operand, str, str]] = []
+    k_bound = poly_text(plan.k_bound)
+    lines = [f"{ind}{d}" for d in plan.decl_texts]
+    lines += [f"{ind}const int {tx} = threadIdx.x;", f"{ind}const int {ty} = threadIdx.y;"]
+    loads: list[str] = []
+    reads: list[str] = []
     for op in (plan.first, plan.second):
         tname = fresh_name(source, f"{op.name}_tile", taken)
         pad = op.layout == "sk" and op.axis == "x"
-        lines.append(f"{ind}__shared__ float {tname}[{tile}][{tile}{' + 1' if pad else ''}];")
+        lines.append(f"{ind}__shared__ {op.elem} {tname}[{tile}][{tile}{' + 1' if pad else ''}];")
         mine = tx if op.axis == "x" else ty
         if op.layout == "sk":
             coord, kexpr, read = ty, tx, f"{tname}[{mine}][{kk}]"
@@ -330,27 +97,28 @@ def _render(sc: SourceScan, fn: Function, launch: Any, an: Analyzer, plan: _Plan
             coord, kexpr, read = tx, ty, f"{tname}[{kk}][{mine}]"
         s_at = f"(int)blockIdx.{op.axis} * {tile} + {coord}"
         k_at = f"{kt} + {kexpr}"
-        valid = f"{s_at} < {plan.ext[op.axis]} && {k_at} < {plan.k_bound}"
-        load = (f"{ind2}{tname}[{ty}][{tx}] = ({valid}) ? "
-                f"{op.name}[{_affine_text(op, s_at, k_at)}] : 0.0f;")
-        tiles.append((op, load, read))
-    post_text = "".join(f"{ind2}{source[s.start:s.end].strip()}\n" for s in plan.post)
+        valid = f"{s_at} < {poly_text(plan.ext[op.axis])} && {k_at} < {k_bound}"
+        loads.append(f"{ind2}{tname}[{ty}][{tx}] = ({valid}) ? "
+                     f"{op.name}[{affine_text(op, s_at, k_at)}] : {zero(op.elem)};")
+        reads.append(read)
+    init = plan.init if plan.init_literal else f"({plan.guard}) ? ({plan.init}) : {zero(plan.acc_type)}"
+    post_text = "".join(f"{ind2}{text}\n" for text in plan.post_text())
     new_body = (
         "\n" + "\n".join(lines) + "\n"
-        f"{ind}{plan.acc_decl.strip()}\n"
-        f"{ind}for (int {kt} = 0; {kt} < {plan.k_bound}; {kt} += {tile}) {{\n"
-        + "".join(load + "\n" for _, load, _ in tiles)
+        f"{ind}{plan.acc_type} {plan.acc} = {init};\n"
+        f"{ind}for (int {kt} = 0; {kt} < {k_bound}; {kt} += {tile}) {{\n"
+        + "".join(load + "\n" for load in loads)
         + f"{ind2}__syncthreads();\n"
         "#pragma unroll\n"
-        f"{ind2}for (int {kk} = 0; {kk} < {tile}; ++{kk}) {plan.acc} += {tiles[0][2]} * {tiles[1][2]};\n"
+        f"{ind2}for (int {kk} = 0; {kk} < {tile}; ++{kk}) {plan.update_text(reads[0], reads[1], plan.acc)};\n"
         f"{ind2}__syncthreads();\n"
         f"{ind}}}\n"
         f"{ind}if ({plan.guard}) {{\n{post_text}{ind}}}\n"
     )
-    gx = f"({arg_text[plan.ext['x']]} + {tile} - 1) / {tile}"
-    gy = f"({arg_text[plan.ext['y']]} + {tile} - 1) / {tile}"
+    gx = f"({poly_text(plan.ext['x'], arg_text)} + {tile} - 1) / {tile}"
+    gy = f"({poly_text(plan.ext['y'], arg_text)} + {tile} - 1) / {tile}"
     edits = [
-        (plan.pre_end, fn.body_end, new_body),
+        (fn.body_start, fn.body_end, new_body),
         (*trim_span(sc.text, launch.grid), f"dim3({gx}, {gy})"),
         (*trim_span(sc.text, launch.block), f"dim3({tile}, {tile})"),
         (0, 0, f"#define {tile} {DEFAULT_TILE}\n"),
@@ -361,7 +129,7 @@ def _render(sc: SourceScan, fn: Function, launch: Any, an: Analyzer, plan: _Plan
         return None
     motive = motivating_findings(findings, _MOTIVES)
     prior = 2.0 + sum(float(f.get("severity") or 0) for f in motive)
-    desc = (f"tile {fn.name}'s inner product over {plan.k_bound} in shared memory "
+    desc = (f"tile {fn.name}'s inner product over {k_bound} in shared memory "
             f"({plan.first.name}: {plan.first.layout}, {plan.second.name}: {plan.second.layout}), "
             f"{tile}x{tile} blocks")
     return EditProposal(OPERATOR, new, desc,
@@ -373,6 +141,4 @@ def _render(sc: SourceScan, fn: Function, launch: Any, an: Analyzer, plan: _Plan
 def tile_shared_edits(source: str, findings: Sequence[Any] = ()) -> list[EditProposal]:
     """Tile each recognised naive inner-product kernel in shared memory (see the module docstring)."""
     sc = scan(source)
-    if re.search(r"\b(__shared__|__syncthreads|__shfl\w*|__syncwarp|atomic\w+)\b", sc.text):
-        return []
     return [edit for fn in sc.kernels() if (edit := _kernel_edit(sc, fn, findings)) is not None]
