@@ -52,6 +52,47 @@ extern "C" void solve(const float* A, const float* B, float* C, int M, int N, in
 }
 """
 
+# A linear layer y = relu(x W^T + b) written naively (W is N x K: NT layout): two separate early returns,
+# one with the extent on the left, fmaf, bias and activation after the loop.
+LINEAR = """
+__global__ void linear_relu(const float* x, const float* W, const float* b, float* y, int M, int N, int K) {
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= N) return;
+    int r = blockIdx.y * blockDim.y + threadIdx.y;
+    if (M <= r) return;
+    float acc = b[o];
+    for (int k = 0; k < K; k++)
+        acc = fmaf(x[r * K + k], W[o * K + k], acc);
+    y[r * N + o] = acc > 0.0f ? acc : 0.0f;
+}
+
+extern "C" void solve(const float* x, const float* W, const float* b, float* y, int M, int N, int K) {
+    dim3 block(32, 8);
+    dim3 grid((N + 31) / 32, (M + 7) / 8);
+    linear_relu<<<grid, block>>>(x, W, b, y, M, N, K);
+}
+"""
+
+# Double precision, acc = X * Y + acc, a guard extent through a local, alpha/beta epilogue reading C.
+GEMM_F64 = """
+__global__ void gemm(const double* A, const double* B, double* C, double alpha, double beta, int M, int N, int K) {
+    int rows = M;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < rows && N > col) {
+        double acc = 0.0;
+        for (int k = 0; k < K; ++k) acc = A[row * K + k] * B[k * N + col] + acc;
+        C[row * N + col] = alpha * acc + beta * C[row * N + col];
+    }
+}
+
+extern "C" void solve(const double* A, const double* B, double* C, double alpha, double beta, int M, int N, int K) {
+    dim3 block(16, 16);
+    dim3 grid((N + 15) / 16, (M + 15) / 16);
+    gemm<<<grid, block>>>(A, B, C, alpha, beta, M, N, K);
+}
+"""
+
 SHAPES = ((37, 53, 19), (5, 3, 7), (33, 17, 40))  # ragged everywhere, K < every TILE, K over 32
 
 
@@ -106,6 +147,54 @@ def test_findings_raise_the_prior() -> None:
     assert plain >= 2.0 and motivated.prior > plain and motivated.evidence["findings"]
 
 
+def test_linear_layer_with_fmaf_bias_start_and_relu() -> None:
+    new = _only_edit(LINEAR)
+    assert "acc = fmaf(x_tile[" in new  # the fused update is kept as written
+    mod = cpu.compile(new, sanitize=True)
+    rng = np.random.default_rng(11)
+    for m, n, k in SHAPES:
+        x = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+        w = rng.uniform(-1, 1, (n, k)).astype(np.float32)
+        b = rng.uniform(-1, 1, n).astype(np.float32)
+        y = np.full((m, n), np.nan, np.float32)
+        mod.call("solve", [x, w, b, y, m, n, k])
+        np.testing.assert_allclose(y, np.maximum(x.astype(np.float64) @ w.T.astype(np.float64) + b, 0.0),
+                                   rtol=1e-4, atol=1e-4)
+
+
+def test_double_gemm_with_alpha_beta_epilogue() -> None:
+    new = _only_edit(GEMM_F64)
+    mod = cpu.compile(_with_tile(new, 8), sanitize=True)
+    rng = np.random.default_rng(13)
+    for m, n, k in SHAPES:
+        a, b, c0 = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (k, n)), rng.uniform(-1, 1, (m, n))
+        c = c0.copy()
+        mod.call("solve", [a, b, c, 0.5, -2.0, m, n, k])
+        np.testing.assert_allclose(c, 0.5 * (a @ b) - 2.0 * c0, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("old, new", [
+    # the accumulation forms users write
+    ("acc += A[row * K + k] * B[k * N + col];", "acc = acc + A[row * K + k] * B[k * N + col];"),
+    ("acc += A[row * K + k] * B[k * N + col];", "acc = A[row * K + k] * B[k * N + col] + acc;"),
+    ("acc += A[row * K + k] * B[k * N + col];", "acc += B[k * N + col] * A[row * K + k];"),
+    ("acc += A[row * K + k] * B[k * N + col];", "acc = __fmaf_rn(A[row * K + k], B[k * N + col], acc);"),
+    # guards: extent on the left, a provable non-strict form, a negated form
+    ("if (row < M && col < N)", "if (M > row && N > col)"),
+    ("if (row < M && col < N)", "if (row <= M - 1 && !(col >= N))"),
+    # epilogues with activations and other read-only pointers
+    ("C[row * N + col] = acc;", "C[row * N + col] = tanhf(acc);"),
+    ("C[row * N + col] = acc;", "float v = acc + B[col]; C[row * N + col] = fmaxf(v, 0.0f);"),
+    # a double accumulator over float operands
+    ("float acc = 0.0f;", "double acc = 0.0;"),
+])
+def test_accepts_what_users_write(old: str, new: str) -> None:
+    assert old in MATMUL_NN
+    edit = _only_edit(MATMUL_NN.replace(old, new))
+    body = edit.split("extern")[0]
+    assert "__syncthreads()" in body and "return" not in body
+
+
 @pytest.mark.parametrize("old, new", [
     # an operand indexed by both coordinates
     ("B[k * N + col]", "B[k * N + col + row]"),
@@ -122,8 +211,16 @@ def test_findings_raise_the_prior() -> None:
     ("acc += A[row * K + k] * B[k * N + col];", "{ if (acc > 9.0f) return; acc += A[row * K + k] * B[k * N + col]; }"),
     # existing shared memory
     ("float acc = 0.0f;", "__shared__ float s[4]; float acc = 0.0f;"),
-    # double precision
+    # operands of different types
     ("const float* A", "const double* A"),
+    # an accumulation that is not the product added to acc
+    ("acc += A[row * K + k] * B[k * N + col];", "acc = fmaf(A[row * K + k], B[k * N + col], 0.0f);"),
+    ("acc += A[row * K + k] * B[k * N + col];", "acc = acc * A[row * K + k] + B[k * N + col];"),
+    # a guard bound from below, or twice on one axis
+    ("if (row < M && col < N)", "if (row > M && col < N)"),
+    ("if (row < M && col < N)", "if (row < M && col < N && row < K)"),
+    # a guard extent that is not an expression of parameters
+    ("if (row < M && col < N)", "if (row < M && col < (int)A[0])"),
     # the operand is written in the kernel
     ("C[row * N + col] = acc;", "C[row * N + col] = acc; ((float*)A)[0] = 0.0f;"),
 ])
@@ -149,7 +246,7 @@ def test_early_return_before_other_work_is_refused() -> None:
 def test_edits_compile_with_nvcc() -> None:
     from veriforge.cuda.toolchain.compiler import compile as nvcc_compile
 
-    for source in (MATMUL_NN, MATMUL_NT):
+    for source in (MATMUL_NN, MATMUL_NT, LINEAR, GEMM_F64):
         nvcc_compile(_only_edit(source), arch="sm_90")
 
 

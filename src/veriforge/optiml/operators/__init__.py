@@ -34,9 +34,13 @@ pattern it fully understands:
 * **fuse** (:mod:`.fuse`) — consecutive element-wise launches over the same index space become one
   kernel, intermediates kept in registers.
 * **tile_shared** (:mod:`.tile_shared`) — an inner-product loop over k (naive matmul, NN or NT
-  layout) becomes TILE x TILE shared-memory tiling with coalesced tile loads.
+  layout, fmaf or mul + add, float or double, any guard and epilogue) becomes TILE x TILE
+  shared-memory tiling with coalesced tile loads.
+* **register_block** (:mod:`.register_block`) — the same kernels become register blocking: each
+  thread computes a TM x TN micro-tile from K slices staged in shared memory.
 
-Modules whose name starts with ``_`` hold helpers shared by a family of operators (``_layout``);
+Modules whose name starts with ``_`` hold helpers shared by a family of operators (``_layout``,
+``_matmul``);
 the kernel readers every operator may use are :mod:`veriforge.optiml.kernel_reader`,
 :mod:`veriforge.optiml.source_scan` and :mod:`veriforge.optiml.source_tokens`.
 
