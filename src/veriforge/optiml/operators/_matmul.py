@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from veriforge.optiml.kernel_reader import Analyzer, Node, Poly, Stmt, gcoord, is_int_type, walk_nodes, walk_stmts
+from veriforge.optiml.operators.registry import EditProposal, motivating_findings
 from veriforge.optiml.source_scan import Function, Launch, SourceScan
-from veriforge.optiml.source_tokens import Refuse, apply_edits
+from veriforge.optiml.source_tokens import Refuse, apply_edits, trim_span
 
-__all__ = ["FMA_CALLS", "MatmulPlan", "Operand", "PrologueLocal", "affine_text", "launch_args", "poly_text",
+__all__ = ["FMA_CALLS", "MatmulPlan", "Operand", "PrologueLocal", "affine_text", "launch_args", "poly_text", "proposal",
            "read_matmul", "words", "zero"]
 
 FMA_CALLS = {"fmaf", "__fmaf_rn", "fma", "__fma_rn"}
@@ -417,3 +419,25 @@ def launch_args(sc: SourceScan, fn: Function, plan: MatmulPlan) -> tuple[Launch,
         if any(not re.fullmatch(r"[\w\s.+\-*/()]+", arg_text[s]) for s in plan.ext[axis].symbols()):
             return None  # the grid repeats the argument expression: keep it side-effect free
     return launches[0], arg_text
+
+
+def proposal(sc: SourceScan, plan: MatmulPlan, launch: Launch, *, operator: str, body: str, grid: str, block: str,
+             defines: str, findings: Any, motives: set[str], description: str,
+             evidence: dict[str, Any]) -> EditProposal | None:
+    """The edit that replaces the kernel's body, its launch's grid and block and adds ``defines`` at
+    the top; its prior is 2 + the severities of the ``motives`` findings (a restructuring edit)."""
+    edits = [
+        (plan.fn.body_start, plan.fn.body_end, body),
+        (*trim_span(sc.text, launch.grid), grid),
+        (*trim_span(sc.text, launch.block), block),
+        (0, 0, defines),
+    ]
+    try:
+        new = apply_edits(sc.source, edits, disjoint=True)
+    except ValueError:
+        return None
+    motive = motivating_findings(findings, motives)
+    prior = 2.0 + sum(float(f.get("severity") or 0) for f in motive)
+    return EditProposal(operator, new, description,
+                        {"kernel": plan.fn.name, **evidence, "operands": [plan.first.name, plan.second.name],
+                         "layouts": [plan.first.layout, plan.second.layout], "findings": motive}, prior)

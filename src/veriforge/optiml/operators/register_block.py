@@ -60,10 +60,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from veriforge.optiml.kernel_reader import walk_stmts
-from veriforge.optiml.operators._matmul import MatmulPlan, affine_text, launch_args, poly_text, read_matmul, zero
-from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
+from veriforge.optiml.operators import _matmul
+from veriforge.optiml.operators._matmul import MatmulPlan, affine_text, poly_text, zero
+from veriforge.optiml.operators.registry import EditProposal, operator
 from veriforge.optiml.source_scan import Function, SourceScan, scan
-from veriforge.optiml.source_tokens import Refuse, apply_edits, fresh_name, trim_span
+from veriforge.optiml.source_tokens import Refuse, fresh_name
 
 __all__ = ["DEFAULTS", "register_block_edits"]
 
@@ -74,14 +75,14 @@ _MOTIVES = {"memory_bound", "uncoalesced_load", "low_dram_throughput", "compute_
 
 def _kernel_edit(sc: SourceScan, fn: Function, findings: Sequence[Any]) -> EditProposal | None:
     try:
-        plan = read_matmul(sc, fn)
+        plan = _matmul.read_matmul(sc, fn)
     except Refuse:
         return None
     if plan.first.axis == plan.second.axis:
         return None
     if any(x.kind in ("return", "jump") for s in plan.post for x in walk_stmts(s)):
         return None  # the epilogue runs inside the micro-tile loop: an exit would skip the other elements
-    found = launch_args(sc, fn, plan)
+    found = _matmul.launch_args(sc, fn, plan)
     if found is None:
         return None
     return _render(sc, fn, found[0], found[1], plan, findings)
@@ -175,25 +176,13 @@ def _render(sc: SourceScan, fn: Function, launch: Any, arg_text: dict[str, str],
     lines += each_element(epilogue, i1)
     grid = ", ".join(f"({poly_text(plan.ext[a], arg_text)} + {extent[a]} - 1) / {extent[a]}" for a in "xy")
     defines = "".join(f"#define {n.d[k]} {v}\n" for k, v in DEFAULTS.items())
-    edits = [
-        (fn.body_start, fn.body_end, "\n" + "\n".join(lines) + "\n"),
-        (*trim_span(sc.text, launch.grid), f"dim3({grid})"),
-        (*trim_span(sc.text, launch.block), f"dim3({n.THREADS_X}, {n.THREADS_Y})"),
-        (0, 0, defines),
-    ]
-    try:
-        new = apply_edits(source, edits, disjoint=True)
-    except ValueError:
-        return None
-    motive = motivating_findings(findings, _MOTIVES)
-    prior = 2.0 + sum(float(f.get("severity") or 0) for f in motive)
     desc = (f"register-block {fn.name}'s inner product over {k_bound}: {DEFAULTS['TM']}x{DEFAULTS['TN']} outputs "
             f"per thread, {DEFAULTS['THREADS_X']}x{DEFAULTS['THREADS_Y']} threads, K slices of {DEFAULTS['BK']} "
             f"in shared memory ({plan.first.name}: {plan.first.layout}, {plan.second.name}: {plan.second.layout})")
-    return EditProposal(OPERATOR, new, desc,
-                        {"kernel": fn.name, "defines": {n.d[k]: v for k, v in DEFAULTS.items()},
-                         "operands": [plan.first.name, plan.second.name],
-                         "layouts": [plan.first.layout, plan.second.layout], "findings": motive}, prior)
+    return _matmul.proposal(sc, plan, launch, operator=OPERATOR, body="\n" + "\n".join(lines) + "\n",
+                    grid=f"dim3({grid})", block=f"dim3({n.THREADS_X}, {n.THREADS_Y})", defines=defines,
+                    findings=findings, motives=_MOTIVES, description=desc,
+                    evidence={"defines": {n.d[k]: v for k, v in DEFAULTS.items()}})
 
 
 @operator("register_block", order=125, motives=_MOTIVES, restructuring=True)

@@ -47,10 +47,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from veriforge.optiml.operators._matmul import MatmulPlan, affine_text, launch_args, poly_text, read_matmul, zero
-from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
+from veriforge.optiml.operators._matmul import (
+    MatmulPlan,
+    affine_text,
+    launch_args,
+    poly_text,
+    proposal,
+    read_matmul,
+    zero,
+)
+from veriforge.optiml.operators.registry import EditProposal, operator
 from veriforge.optiml.source_scan import Function, SourceScan, scan
-from veriforge.optiml.source_tokens import Refuse, apply_edits, fresh_name, trim_span
+from veriforge.optiml.source_tokens import Refuse, fresh_name
 
 __all__ = ["tile_shared_edits"]
 
@@ -117,24 +125,12 @@ def _render(sc: SourceScan, fn: Function, launch: Any, arg_text: dict[str, str],
     )
     gx = f"({poly_text(plan.ext['x'], arg_text)} + {tile} - 1) / {tile}"
     gy = f"({poly_text(plan.ext['y'], arg_text)} + {tile} - 1) / {tile}"
-    edits = [
-        (fn.body_start, fn.body_end, new_body),
-        (*trim_span(sc.text, launch.grid), f"dim3({gx}, {gy})"),
-        (*trim_span(sc.text, launch.block), f"dim3({tile}, {tile})"),
-        (0, 0, f"#define {tile} {DEFAULT_TILE}\n"),
-    ]
-    try:
-        new = apply_edits(source, edits, disjoint=True)
-    except ValueError:
-        return None
-    motive = motivating_findings(findings, _MOTIVES)
-    prior = 2.0 + sum(float(f.get("severity") or 0) for f in motive)
     desc = (f"tile {fn.name}'s inner product over {k_bound} in shared memory "
             f"({plan.first.name}: {plan.first.layout}, {plan.second.name}: {plan.second.layout}), "
             f"{tile}x{tile} blocks")
-    return EditProposal(OPERATOR, new, desc,
-                        {"kernel": fn.name, "tile": tile, "operands": [plan.first.name, plan.second.name],
-                         "layouts": [plan.first.layout, plan.second.layout], "findings": motive}, prior)
+    return proposal(sc, plan, launch, operator=OPERATOR, body=new_body, grid=f"dim3({gx}, {gy})",
+                    block=f"dim3({tile}, {tile})", defines=f"#define {tile} {DEFAULT_TILE}\n", findings=findings,
+                    motives=_MOTIVES, description=desc, evidence={"tile": tile})
 
 
 @operator("tile_shared", order=120, motives=_MOTIVES, restructuring=True)
