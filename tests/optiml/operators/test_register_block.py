@@ -5,6 +5,7 @@ edit, and the search keeps the edit on a bundled matmul."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,70 +15,19 @@ from veriforge.optiml.operators import find_tunables
 from veriforge.optiml.operators.register_block import DEFAULTS, register_block_edits
 from veriforge.optiml.operators.tune import couplings, tune_edits
 
-# NN layout, if-block guard.
-MATMUL_NN = """
-__global__ void mm(const float* A, const float* B, float* C, int M, int N, int K) {
-    int row = blockIdx.y * blockDim.y + threadIdx.y;
-    int col = blockIdx.x * blockDim.x + threadIdx.x;
-    if (row < M && col < N) {
-        float acc = 0.0f;
-        for (int k = 0; k < K; ++k) {
-            acc += A[row * K + k] * B[k * N + col];
-        }
-        C[row * N + col] = acc;
-    }
-}
 
-extern "C" void solve(const float* A, const float* B, float* C, int M, int N, int K) {
-    dim3 block(16, 16);
-    dim3 grid((N + 15) / 16, (M + 15) / 16);
-    mm<<<grid, block>>>(A, B, C, M, N, K);
-}
-"""
+def _bundled_naive(task: str) -> str:
+    from veriforge.cuda.tasks import bundled_tasks, load_task
 
-# A linear layer y = relu(x W^T + b) (W is N x K: NT layout) written naively: two separate early
-# returns (one with the extent on the left), fmaf, bias and activation in the epilogue.
-LINEAR = """
-__global__ void linear_relu(const float* x, const float* W, const float* b, float* y, int M, int N, int K) {
-    int o = blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= N) return;
-    int r = blockIdx.y * blockDim.y + threadIdx.y;
-    if (M <= r) return;
-    float acc = 0.0f;
-    for (int k = 0; k < K; k++)
-        acc = fmaf(x[r * K + k], W[o * K + k], acc);
-    y[r * N + o] = fmaxf(acc + b[o], 0.0f);
-}
+    spec = next(s for s in map(load_task, bundled_tasks("c2cuda")) if s.id == task)
+    return (spec.folder / spec.implementations[0].file).read_text()
 
-extern "C" void solve(const float* x, const float* W, const float* b, float* y, int M, int N, int K) {
-    dim3 block(32, 8);
-    dim3 grid((N + 31) / 32, (M + 7) / 8);
-    linear_relu<<<grid, block>>>(x, W, b, y, M, N, K);
-}
-"""
 
-# Double precision GEMM: the accumulator starts from a bias read, acc = acc + X * Y, the extent of
-# one guard atom is a local (rows = M) and on the left for the other, C is read and written in the epilogue.
-GEMM_F64 = """
-__global__ void gemm(const double* A, const double* B, const double* bias, double* C, double alpha,
-                     double beta, int M, int N, int K) {
-    int rows = M;
-    int col = blockIdx.x * blockDim.x + threadIdx.x;
-    int row = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row < rows && N > col) {
-        double acc = bias[col];
-        for (int k = 0; k < K; ++k) acc = acc + A[row * K + k] * B[k * N + col];
-        C[row * N + col] = alpha * acc + beta * C[row * N + col];
-    }
-}
-
-extern "C" void solve(const double* A, const double* B, const double* bias, double* C, double alpha,
-                      double beta, int M, int N, int K) {
-    dim3 block(16, 16);
-    dim3 grid((N + 15) / 16, (M + 15) / 16);
-    gemm<<<grid, block>>>(A, B, bias, C, alpha, beta, M, N, K);
-}
-"""
+# NN layout, if-block guard: the bundled naive matmul. The other two are shared with test_tile_shared.py.
+MATMUL_NN = _bundled_naive("matmul_fp32")
+KERNELS = Path(__file__).parent / "kernels"
+LINEAR = (KERNELS / "linear_relu.cu").read_text()
+GEMM_F64 = (KERNELS / "gemm_f64.cu").read_text()
 
 # Ragged everywhere: below one block tile, K below BK, sizes over two block tiles with tails.
 SHAPES = ((37, 53, 19), (5, 3, 7), (70, 130, 40))
@@ -111,6 +61,7 @@ def _check_matmul(source: str) -> None:
 def test_nn_matmul_is_correct_with_the_defaults() -> None:
     new = _only_edit(MATMUL_NN)
     assert "dim3(THREADS_X, THREADS_Y)" in new and "acc_r[TM][TN]" in new
+    assert "block.x" not in new.split("extern")[0]
     assert "return" not in new.split("extern")[0]
     _check_matmul(new)
 
@@ -127,6 +78,7 @@ def test_nn_matmul_is_correct_for_other_sizes(values: dict[str, int]) -> None:
 
 def test_linear_layer_with_fmaf_early_returns_and_relu() -> None:
     new = _only_edit(LINEAR)
+    assert "? (b[o]) : 0.0f" in new  # the bias start is read only for elements in range
     assert "fmaf(" in new  # the update is kept as written (fused), not turned into a separate mul + add
     mod = cpu.compile(new, sanitize=True)
     rng = np.random.default_rng(5)

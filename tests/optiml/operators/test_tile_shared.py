@@ -4,6 +4,7 @@ TILE, and kernels it does not fully understand get no edit."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -52,46 +53,11 @@ extern "C" void solve(const float* A, const float* B, float* C, int M, int N, in
 }
 """
 
-# A linear layer y = relu(x W^T + b) written naively (W is N x K: NT layout): two separate early returns,
-# one with the extent on the left, fmaf, bias and activation after the loop.
-LINEAR = """
-__global__ void linear_relu(const float* x, const float* W, const float* b, float* y, int M, int N, int K) {
-    int o = blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= N) return;
-    int r = blockIdx.y * blockDim.y + threadIdx.y;
-    if (M <= r) return;
-    float acc = b[o];
-    for (int k = 0; k < K; k++)
-        acc = fmaf(x[r * K + k], W[o * K + k], acc);
-    y[r * N + o] = acc > 0.0f ? acc : 0.0f;
-}
-
-extern "C" void solve(const float* x, const float* W, const float* b, float* y, int M, int N, int K) {
-    dim3 block(32, 8);
-    dim3 grid((N + 31) / 32, (M + 7) / 8);
-    linear_relu<<<grid, block>>>(x, W, b, y, M, N, K);
-}
-"""
-
-# Double precision, acc = X * Y + acc, a guard extent through a local, alpha/beta epilogue reading C.
-GEMM_F64 = """
-__global__ void gemm(const double* A, const double* B, double* C, double alpha, double beta, int M, int N, int K) {
-    int rows = M;
-    int col = blockIdx.x * blockDim.x + threadIdx.x;
-    int row = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row < rows && N > col) {
-        double acc = 0.0;
-        for (int k = 0; k < K; ++k) acc = A[row * K + k] * B[k * N + col] + acc;
-        C[row * N + col] = alpha * acc + beta * C[row * N + col];
-    }
-}
-
-extern "C" void solve(const double* A, const double* B, double* C, double alpha, double beta, int M, int N, int K) {
-    dim3 block(16, 16);
-    dim3 grid((N + 15) / 16, (M + 15) / 16);
-    gemm<<<grid, block>>>(A, B, C, alpha, beta, M, N, K);
-}
-"""
+# Kernels shared with test_register_block.py: a naive linear layer (fmaf, bias start, early returns, ReLU)
+# and a double-precision GEMM with an alpha/beta epilogue.
+KERNELS = Path(__file__).parent / "kernels"
+LINEAR = (KERNELS / "linear_relu.cu").read_text()
+GEMM_F64 = (KERNELS / "gemm_f64.cu").read_text()
 
 SHAPES = ((37, 53, 19), (5, 3, 7), (33, 17, 40))  # ragged everywhere, K < every TILE, K over 32
 
@@ -147,9 +113,10 @@ def test_findings_raise_the_prior() -> None:
     assert plain >= 2.0 and motivated.prior > plain and motivated.evidence["findings"]
 
 
-def test_linear_layer_with_fmaf_bias_start_and_relu() -> None:
+def test_linear_layer_is_tiled() -> None:
     new = _only_edit(LINEAR)
     assert "acc = fmaf(x_tile[" in new  # the fused update is kept as written
+    assert "? (b[o]) : 0.0f" in new  # the bias is read only where the original reads it
     mod = cpu.compile(new, sanitize=True)
     rng = np.random.default_rng(11)
     for m, n, k in SHAPES:
@@ -158,8 +125,8 @@ def test_linear_layer_with_fmaf_bias_start_and_relu() -> None:
         b = rng.uniform(-1, 1, n).astype(np.float32)
         y = np.full((m, n), np.nan, np.float32)
         mod.call("solve", [x, w, b, y, m, n, k])
-        np.testing.assert_allclose(y, np.maximum(x.astype(np.float64) @ w.T.astype(np.float64) + b, 0.0),
-                                   rtol=1e-4, atol=1e-4)
+        ref = np.maximum(x.astype(np.float64) @ w.T.astype(np.float64) + b, 0.0)
+        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
 
 
 def test_double_gemm_with_alpha_beta_epilogue() -> None:
@@ -168,9 +135,10 @@ def test_double_gemm_with_alpha_beta_epilogue() -> None:
     rng = np.random.default_rng(13)
     for m, n, k in SHAPES:
         a, b, c0 = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (k, n)), rng.uniform(-1, 1, (m, n))
+        bias = rng.uniform(-1, 1, n)
         c = c0.copy()
-        mod.call("solve", [a, b, c, 0.5, -2.0, m, n, k])
-        np.testing.assert_allclose(c, 0.5 * (a @ b) - 2.0 * c0, rtol=1e-12, atol=1e-12)
+        mod.call("solve", [a, b, bias, c, 0.5, -2.0, m, n, k])
+        np.testing.assert_allclose(c, 0.5 * (bias + a @ b) - 2.0 * c0, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("old, new", [
