@@ -155,6 +155,8 @@ def test_double_gemm_with_alpha_beta_epilogue() -> None:
     ("C[row * N + col] = acc;", "float v = acc + B[col]; C[row * N + col] = fmaxf(v, 0.0f);"),
     # a double accumulator over float operands
     ("float acc = 0.0f;", "double acc = 0.0;"),
+    # the user's own unroll pragma on the loop
+    ("        for (int k = 0; k < K; ++k) {", "#pragma unroll 4\n        for (int k = 0; k < K; ++k) {"),
 ])
 def test_accepts_what_users_write(old: str, new: str) -> None:
     assert old in MATMUL_NN

@@ -355,6 +355,8 @@ def read_matmul(sc: SourceScan, fn: Function) -> MatmulPlan:
         raise Refuse("statements after the guard")
     if set(coords.values()) != {"x", "y"} or set(ext) != {"x", "y"}:
         raise Refuse("no 2-D guard")
+    # a ``#pragma unroll`` of the user's loop: the edit writes its own loops
+    inner = [s for s in inner if not (s.kind == "pp" and re.match(r"#\s*pragma\s+unroll\b", sc.text[s.start:s.end]))]
     if len(inner) < 2 or inner[0].kind != "decl" or inner[1].kind != "for":
         raise Refuse("guarded body is not acc; for")
     d = inner[0]

@@ -6,28 +6,33 @@ with a stride across the warp (uncoalesced). Classic TILE x TILE tiling makes th
 each operand per K step cooperatively (one element per thread, coalesced), and the inner product runs
 from shared memory: every global element is read once per block instead of once per thread.
 
-Recognised shape (anything else yields no edit):
+Recognised shape (anything else yields no edit): one ``__global__`` kernel with exactly one launch
+site, read by :func:`~veriforge.optiml.operators._matmul.read_matmul` (shared with
+:mod:`.register_block`; its docstring has the details):
 
-* one ``__global__`` kernel with exactly one launch site; no ``__shared__``, barriers, warp intrinsics,
-  ``while``/``switch`` (the statement parser of :mod:`~veriforge.optiml.kernel_reader` refuses them);
-* top-level ``int`` locals first, among them two thread coordinates ``row = blockIdx.y * blockDim.y +
-  threadIdx.y`` and ``col = blockIdx.x * blockDim.x + threadIdx.x`` (any names, any order), all immutable;
-* a guard on both coordinates against plain ``int`` parameters: ``if (row < M && col < N) { ... }`` or
-  ``if (row >= M || col >= N) return;`` followed by the rest of the body;
-* inside: ``float acc = <literal>;``, then the only loop ``for (int k = 0; k < K; ++k) acc += X[i] * Y[j];``
-  (``K`` a plain ``int`` parameter), then any statements (the store), which contain no loop;
-* ``X``/``Y`` are ``float`` pointer parameters named nowhere but in the product (so never written,
-  cast or aliased), and each index is affine ``a * s + b * k + c`` (resolved through immutable int
-  locals and ``#define`` constants by :class:`~veriforge.optiml.kernel_reader.Analyzer`) where ``s``
-  is exactly one of the two coordinates, ``a``, ``b``, ``c`` involve only int parameters/constants,
-  and ``b == 1`` ("sk": ``A[row * K + k]``) or ``a == 1`` ("ks": ``B[k * N + col]``).
+* ``int`` locals, immutable and affine, among them the two thread coordinates ``row = blockIdx.y *
+  blockDim.y + threadIdx.y`` and ``col = blockIdx.x * blockDim.x + threadIdx.x`` (any names, any
+  order), with early returns in between (``if (row >= M || col >= N) return;``, or one per coordinate);
+* a guard bounding both coordinates from above by affine expressions of int parameters: the early
+  returns and/or a last ``if (row < M && col < N) { ... }`` (extent on either side, ``<= M - 1``,
+  ``!(row >= M)``, an extent through an immutable local);
+* ``T acc = <literal or a side-effect-free expression, e.g. b[o]>`` (``float``/``double``), the only
+  loop ``for (int k = 0; k < K; ++k) <update>`` with the update ``acc += X[i] * Y[j]``, ``acc = acc +
+  X*Y``, ``acc = X*Y + acc`` or ``acc = fmaf(X, Y, acc)`` (``__fmaf_rn``, ``fma``), operands in either
+  order, then any statements without a loop (the epilogue: store, bias, activation, ``alpha * acc +
+  beta * C[..]``), with no thread builtin in the guard, the initial value or the epilogue;
+* ``X``/``Y`` pointer parameters of one type that are only ever read (``P[...]``), each index affine
+  ``a * s + b * k + c`` with ``s`` exactly one coordinate, ``a``, ``b``, ``c`` over int
+  parameters/constants, and ``b == 1`` ("sk": ``A[row * K + k]``) or ``a == 1`` ("ks": ``B[k * N + col]``).
 
 The edit: ``#define TILE 16`` (tunable: correct for any TILE with TILE * TILE <= 1024), the launch becomes
 ``<<<dim3((N + TILE - 1) / TILE, (M + TILE - 1) / TILE), dim3(TILE, TILE)>>>`` with the launch's own
-argument expressions for the guard's extents, and the kernel becomes: the int locals (unchanged), the
-shared tiles, ``acc``, a loop over K in steps of TILE in which each thread loads one element of each
-tile (0 outside ``[0, extent) x [0, K)``), ``__syncthreads()``, ``for kk < TILE`` accumulates from
-shared memory, ``__syncthreads()``; then the original post-loop statements under the original guard.
+argument expressions for the guard's extents, and the kernel becomes: the int locals (their
+declarations unchanged, the early returns dropped), the shared tiles, ``acc`` (a non-literal initial
+value is read only under the guard: ``(guard) ? (init) : 0``), a loop over K in steps of TILE in which
+each thread loads one element of each tile (0 outside ``[0, extent) x [0, K)``), ``__syncthreads()``,
+``for kk < TILE`` applies the original update *as written* to the shared-memory values,
+``__syncthreads()``; then the original post-loop statements under the original guard.
 "sk" operands load ``tile[ty][tx] = X[a * (base + ty) + b * (t + tx) + c]`` (k along the warp:
 coalesced) and are read ``tile[s_local][kk]``; "ks" operands load ``tile[ty][tx] = X[a * (base + tx) +
 b * (t + ty) + c]`` and are read ``tile[kk][s_local]``. A tile read ``tile[threadIdx.x][kk]`` is padded
@@ -36,10 +41,14 @@ to ``[TILE][TILE + 1]`` so the warp's reads hit distinct banks.
 Why it is correct: with ``blockDim == (TILE, TILE)`` the coordinates are ``blockIdx * TILE + threadIdx``,
 so the tile entry a thread reads at ``(t, kk)`` is exactly ``X[i]`` with ``k = t + kk`` whenever the
 thread is in range and ``k < K``; out-of-range entries are 0 on *both* operands' ``k`` side, so each
-extra term adds ``0 * 0``; the sum runs over the same ``k`` in the same order. Loads happen only at
-indices the original reads (coordinate below its extent, ``0 <= k < K``). The guard is only moved
-below the loop (no return before the barriers), and the locals it and the store use are immutable and
-still declared; ``acc`` starts from a literal, so computing it for out-of-range threads is harmless.
+extra term adds ``0 * 0`` (``fmaf(0, 0, acc) == acc``); the update runs over the same ``k`` in the same
+order and is the same expression (fused or not as written), so results are bit-identical (up to the
+sign of a zero sum). Loads happen only at indices the original reads (coordinate below its extent,
+``0 <= k < K``). The guard is only moved below the loop (no return before the barriers), and the
+locals it and the epilogue use are immutable and still declared; the operands are never written, so
+loading them in other threads changes nothing, and the epilogue's own reads and writes keep their order
+in the thread (the original threads never synchronised, so any interleaving with other threads was
+already possible).
 """
 
 from __future__ import annotations
