@@ -5,7 +5,6 @@ edit, and the search keeps the edit on a bundled matmul."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,11 +22,9 @@ def _bundled_naive(task: str) -> str:
     return (spec.folder / spec.implementations[0].file).read_text()
 
 
-# NN layout, if-block guard: the bundled naive matmul. The other two are shared with test_tile_shared.py.
+# NN layout, if-block guard: the bundled naive matmul (the linear layer and the double GEMM come from
+# the matmul_kernels fixture, shared with test_tile_shared.py).
 MATMUL_NN = _bundled_naive("matmul_fp32")
-KERNELS = Path(__file__).parent / "kernels"
-LINEAR = (KERNELS / "linear_relu.cu").read_text()
-GEMM_F64 = (KERNELS / "gemm_f64.cu").read_text()
 
 # Ragged everywhere: below one block tile, K below BK, sizes over two block tiles with tails.
 SHAPES = ((37, 53, 19), (5, 3, 7), (70, 130, 40))
@@ -76,34 +73,17 @@ def test_nn_matmul_is_correct_for_other_sizes(values: dict[str, int]) -> None:
     _check_matmul(_with(_only_edit(MATMUL_NN), **values))
 
 
-def test_linear_layer_with_fmaf_early_returns_and_relu() -> None:
-    new = _only_edit(LINEAR)
+def test_linear_layer_with_fmaf_early_returns_and_relu(matmul_kernels) -> None:
+    new = _only_edit(matmul_kernels.linear)
     assert "? (b[o]) : 0.0f" in new  # the bias start is read only for elements in range
     assert "fmaf(" in new  # the update is kept as written (fused), not turned into a separate mul + add
-    mod = cpu.compile(new, sanitize=True)
-    rng = np.random.default_rng(5)
-    for m, n, k in SHAPES:
-        x = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-        w = rng.uniform(-1, 1, (n, k)).astype(np.float32)
-        b = rng.uniform(-1, 1, n).astype(np.float32)
-        y = np.full((m, n), np.nan, np.float32)
-        mod.call("solve", [x, w, b, y, m, n, k])
-        ref = np.maximum(x.astype(np.float64) @ w.T.astype(np.float64) + b, 0.0)
-        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    matmul_kernels.check_linear(new)
 
 
-def test_double_gemm_with_bias_start_and_alpha_beta_epilogue() -> None:
-    new = _only_edit(GEMM_F64)
+def test_double_gemm_with_bias_start_and_alpha_beta_epilogue(matmul_kernels) -> None:
+    new = _only_edit(matmul_kernels.gemm_f64)
     assert "__shared__ double" in new
-    mod = cpu.compile(new, sanitize=True)
-    rng = np.random.default_rng(9)
-    for m, n, k in SHAPES:
-        a, b = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (k, n))
-        bias, c0 = rng.uniform(-1, 1, n), rng.uniform(-1, 1, (m, n))
-        c = c0.copy()
-        mod.call("solve", [a, b, bias, c, 0.5, -2.0, m, n, k])
-        # same terms in the same order as the original loop: exact up to the order NumPy sums in
-        np.testing.assert_allclose(c, 0.5 * (bias + a @ b) - 2.0 * c0, rtol=1e-12, atol=1e-12)
+    matmul_kernels.check_gemm_f64(new)
 
 
 def test_every_tune_move_changes_only_the_defines() -> None:
@@ -156,10 +136,10 @@ def test_refuses_near_misses(old: str, new: str) -> None:
 
 
 @pytest.mark.nvcc
-def test_edits_compile_with_nvcc() -> None:
+def test_edits_compile_with_nvcc(matmul_kernels) -> None:
     from veriforge.cuda.toolchain.compiler import compile as nvcc_compile
 
-    for source in (MATMUL_NN, LINEAR, GEMM_F64):
+    for source in (MATMUL_NN, matmul_kernels.linear, matmul_kernels.gemm_f64):
         nvcc_compile(_only_edit(source), arch="sm_90")
 
 

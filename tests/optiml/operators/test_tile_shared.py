@@ -4,7 +4,6 @@ TILE, and kernels it does not fully understand get no edit."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -52,12 +51,6 @@ extern "C" void solve(const float* A, const float* B, float* C, int M, int N, in
     mmnt<<<grid, block>>>(A, B, C, M, N, K);
 }
 """
-
-# Kernels shared with test_register_block.py: a naive linear layer (fmaf, bias start, early returns, ReLU)
-# and a double-precision GEMM with an alpha/beta epilogue.
-KERNELS = Path(__file__).parent / "kernels"
-LINEAR = (KERNELS / "linear_relu.cu").read_text()
-GEMM_F64 = (KERNELS / "gemm_f64.cu").read_text()
 
 SHAPES = ((37, 53, 19), (5, 3, 7), (33, 17, 40))  # ragged everywhere, K < every TILE, K over 32
 
@@ -113,32 +106,15 @@ def test_findings_raise_the_prior() -> None:
     assert plain >= 2.0 and motivated.prior > plain and motivated.evidence["findings"]
 
 
-def test_linear_layer_is_tiled() -> None:
-    new = _only_edit(LINEAR)
+def test_linear_layer_is_tiled(matmul_kernels) -> None:
+    new = _only_edit(matmul_kernels.linear)
     assert "acc = fmaf(x_tile[" in new  # the fused update is kept as written
     assert "? (b[o]) : 0.0f" in new  # the bias is read only where the original reads it
-    mod = cpu.compile(new, sanitize=True)
-    rng = np.random.default_rng(11)
-    for m, n, k in SHAPES:
-        x = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-        w = rng.uniform(-1, 1, (n, k)).astype(np.float32)
-        b = rng.uniform(-1, 1, n).astype(np.float32)
-        y = np.full((m, n), np.nan, np.float32)
-        mod.call("solve", [x, w, b, y, m, n, k])
-        ref = np.maximum(x.astype(np.float64) @ w.T.astype(np.float64) + b, 0.0)
-        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    matmul_kernels.check_linear(new)
 
 
-def test_double_gemm_with_alpha_beta_epilogue() -> None:
-    new = _only_edit(GEMM_F64)
-    mod = cpu.compile(_with_tile(new, 8), sanitize=True)
-    rng = np.random.default_rng(13)
-    for m, n, k in SHAPES:
-        a, b, c0 = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (k, n)), rng.uniform(-1, 1, (m, n))
-        bias = rng.uniform(-1, 1, n)
-        c = c0.copy()
-        mod.call("solve", [a, b, bias, c, 0.5, -2.0, m, n, k])
-        np.testing.assert_allclose(c, 0.5 * (bias + a @ b) - 2.0 * c0, rtol=1e-12, atol=1e-12)
+def test_double_gemm_with_alpha_beta_epilogue(matmul_kernels) -> None:
+    matmul_kernels.check_gemm_f64(_with_tile(_only_edit(matmul_kernels.gemm_f64), 8))
 
 
 @pytest.mark.parametrize("old, new", [
@@ -213,10 +189,10 @@ def test_early_return_before_other_work_is_refused() -> None:
 
 
 @pytest.mark.nvcc
-def test_edits_compile_with_nvcc() -> None:
+def test_edits_compile_with_nvcc(matmul_kernels) -> None:
     from veriforge.cuda.toolchain.compiler import compile as nvcc_compile
 
-    for source in (MATMUL_NN, MATMUL_NT, LINEAR, GEMM_F64):
+    for source in (MATMUL_NN, MATMUL_NT, matmul_kernels.linear, matmul_kernels.gemm_f64):
         nvcc_compile(_only_edit(source), arch="sm_90")
 
 
