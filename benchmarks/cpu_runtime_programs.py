@@ -112,15 +112,16 @@ KNOWN: dict[tuple[str, str], str] = {
     ("BlackScholes", "timeout"): "fixed 4M options x 512 iterations: CPU throughput",
     ("alignedTypes", "timeout"): "fixed 50 MB x 32 iterations x 10 types: CPU throughput",
     ("pb-mvt", "wrong"): "race in the benchmark: 8 threads (threadIdx.y) per row do x1[i] += ...; CPU order gives 8x",
-    ("scan", "timeout"): "fixed workload (13M elements x many sizes); its kernels call volatile warp-synchronous "
-                         "device functions, so they stay on fibers (no region splitting)",
+    ("scan", "timeout"): "fixed workload (13M elements x many sizes): ~1-2 min (region splitting through its "
+                         "volatile warp-synchronous device functions), over the limit when the cores are shared",
     ("simpleAttributes", "timeout"): "fixed workload: 65,535 blocks x 720,895 loop iterations (~34 min here); "
                                      "also an int overflow -> out-of-bounds read in the sample",
     ("graphMemoryFootprint", "timeout"): "clock() spin of 5 us in each of 16.7M threads x 16 launches: a block's "
                                          "threads spin one after another here",
     ("UnifiedMemoryPerf", "timeout"): "launches are synchronous: a kernel spins on a latch the host sets after the "
                                       "launch returns (commonKernels.cu:30); plus GEMMs up to 2048^3",
-    ("interval", "timeout"): "fixed workload: 100 runs x 65,536 interval Newton solves (~6 s per run here)",
+    ("interval", "timeout"): "fixed workload: 100 runs x 65,536 interval Newton solves (~12 s in all with the "
+                             "directed-rounding fast path; over the limit only under heavy load)",
     ("dxtc", "wrong"): "warp-synchronous race: sums[idx] += sums[idx ^ 8] between tile syncs (CudaMath.h "
                        "colorSums) needs lockstep lanes",
     ("simpleAttributes", "crash"): "int overflow in the sample (idx = tID - psRand) -> data[-1179648] after ~49 s",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import sys
 import time
 
@@ -100,6 +101,12 @@ def main(argv: list[str] | None = None) -> int:
         hard_speed = [x for t, x in zip(rows, speed["mcts"], strict=True) if t in hard]
         print(f"... counting only tasks whose naive start was not already within 10%: {within_hard}/{len(hard)}"
               + (f" (geomean MCTS speedup on them {gm(hard_speed):.3f}x)" if hard else ""))
+        if len(hard_speed) > 1:  # the distribution, not one count
+            q1, med, q3 = statistics.quantiles(hard_speed, n=4, method="inclusive")
+            print(f"MCTS speedup on those tasks: min {min(hard_speed):.2f}x  q1 {q1:.2f}x  median {med:.2f}x  "
+                  f"q3 {q3:.2f}x  max {max(hard_speed):.2f}x; >= 1.1x: {sum(x >= 1.1 for x in hard_speed)}, "
+                  f">= 2x: {sum(x >= 2 for x in hard_speed)}, >= 5x: {sum(x >= 5 for x in hard_speed)} of "
+                  f"{len(hard_speed)}")
     return 0
 
 

@@ -175,3 +175,28 @@ def test_anticheat_reads_functions_in_extern_c_blocks_and_counts_lines_in_the_so
     bad = src.replace("void solve(float* y, int n) {", "void solve(float* y, int n) { system(\"ls\");")
     lines = [f for f in scan_c_source_hygiene(bad) if "system" in f]
     assert lines and lines[0].startswith("line 6:"), lines  # strip_c's splice made it line 5
+
+
+def test_cpu_front_end_reads_functions_through_the_reader() -> None:
+    """The CPU front end's old statement scanner took a function-like ``#define`` for the head of the
+    next declaration and missed that function (Rodinia's avilib.c, ``long2str``)."""
+    from veriforge.cuda.cpu.source import scan as cpu_scan
+
+    src = ('extern "C" {\n#define PAD_EVEN(x) ( ((x)+1) & ~1 )\n\nstatic void long2str(unsigned char *d, int n)\n'
+           '{ d[0] = n; }\nint after(int a) { return a; }\n}\n'
+           'namespace ns { template <typename T, int N> __global__ void tk(T* p) {} __global__ void k(float* p) {} }\n')
+    found = cpu_scan(src)
+    assert [(h.name, h.line) for h in found.host_functions] == [("long2str", 4), ("after", 6)]
+    kernels = {k.name: k for k in found.kernels}
+    assert set(kernels) == {"ns::tk", "ns::k"}
+    assert kernels["ns::tk"].is_template and kernels["ns::tk"].template_params == 2
+    assert not kernels["ns::k"].is_template and kernels["ns::k"].line == 8
+
+
+def test_enclosing_heads_name_every_brace_around_a_position() -> None:
+    from veriforge.cuda.source_reader import enclosing_heads
+
+    text = blank('namespace n {\n__global__ void k(int* p) {\n  auto f = [&](int i) { if (i) { /*}*/ X; } };\n}\n}\n')
+    heads = [h.strip() for h in enclosing_heads(text, text.index("X"))]
+    assert heads == ["namespace n", "__global__ void k(int* p)", "auto f = [&](int i)", "if (i)"]
+    assert enclosing_heads(text, len(text)) == []

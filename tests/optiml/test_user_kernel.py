@@ -249,3 +249,57 @@ def test_an_incomplete_host_launch_names_the_option_to_give(tmp_path) -> None:
     task = build_user_task(kernel, None, "(n + 127) / 128", "128", {}, {}, host=host)
     assert {p.name: p.size for p in task.spec.params if p.size} == {"x": "n", "y": "n"}
     assert task.spec.configs[0].variables == {"a": 0.5, "n": 1000}
+
+
+PAIR_SUM = """
+__global__ void pairsum(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float acc = 0.0f;
+        for (int k = 0; k < n; ++k) acc += x[k] * x[(i + k) % n];
+        y[i] = acc;
+    }
+}
+"""
+
+
+def test_given_sizes_too_slow_to_emulate_are_timed_and_verified_shrunk(tmp_path) -> None:
+    """O(n^2) work at n = 16384 takes seconds per run on the CPU runtime (2.7e8 multiply-adds): the
+    given size becomes a [[timing]] config (estimated) and correctness is checked at halved sizes
+    where one run fits the budget; a candidate is then verified there and timed at the given size."""
+    kernel = tmp_path / "pairsum.cu"
+    kernel.write_text(PAIR_SUM)
+    built = build_user_task(kernel, "pairsum", "(n + 255) / 256", "256", {"n": "16384"}, {"x": "n", "y": "n"},
+                            root=tmp_path / "tasks", emulation_budget_s=0.5)
+    emu = built.emulation
+    assert emu is not None and emu["budget_s"] == 0.5
+    assert emu["given_seconds"] is None or emu["given_seconds"] > 0.5
+    shrunk = emu["shrunk"]["n"]
+    assert 32 <= shrunk < 16384 and 16384 % shrunk == 0  # halvings of the given size
+    spec = built.spec
+    assert [(c.name, c.variables) for c in spec.timing] == [("given", {"n": 16384})]
+    assert spec.configs[0].name == "shrunk" and spec.configs[0].variables == {"n": shrunk}
+    assert all(c.variables["n"] < shrunk for c in spec.configs[1:])  # derived from the shrunk size
+    res = evaluate(spec, built.start, backend="cpu", trials=2)
+    assert res.correct, res.verdict.reason
+    assert {r.config for r in res.verdict.results} == {c.name for c in spec.configs}  # given is not run
+    assert "given" in res.details["estimate"]["timing"]
+    # the same build again is the cached task: nothing is probed twice
+    again = build_user_task(kernel, "pairsum", "(n + 255) / 256", "256", {"n": "16384"}, {"x": "n", "y": "n"},
+                            root=tmp_path / "tasks", emulation_budget_s=0.5)
+    assert again.emulation == emu and again.spec.folder == spec.folder
+
+
+def test_sizes_that_cannot_be_shrunk_under_the_budget_are_one_clear_error(tmp_path) -> None:
+    """The work here is set by a constant, not by a size parameter: halving n does not help."""
+    spin = PAIR_SUM.replace("for (int k = 0; k < n; ++k) acc += x[k] * x[(i + k) % n];",
+                            "for (int k = 0; k < (1 << 25); ++k) acc = acc * 0.999f + x[(i + k) % n];")
+    kernel = tmp_path / "spin.cu"
+    kernel.write_text(spin)
+    res = _run([str(kernel), "--kernel", "pairsum", "--grid", "1", "--block", "32", "--param", "n=32",
+                "--size", "x=n", "--size", "y=n", "--emulation-budget", "0.5", "--budget", "1",
+                "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    assert "on the CPU runtime at the given sizes" in res.output and "--emulation-budget" in res.output
+    assert "Traceback" not in res.output
+    assert not _user_tasks()  # nothing half-built is left in the cache

@@ -222,3 +222,28 @@ def test_verified_candidate_without_a_score_ranks_last_with_the_reason_everywher
     assert "1 verified kernel(s) without a score" in res.output
     assert f"#{node.id}: config 'large': estimate unknown:" in res.output
     assert "estimate status" in res.output
+
+
+def test_candidate_past_the_emulation_time_is_an_emulation_limit_not_incorrect(tmp_path) -> None:
+    """A kernel the CPU runtime cannot finish in time is not verified, and is not called wrong either:
+    the node, tree.json, the report and the terminal line all say 'emulation limit'."""
+    from veriforge.optiml.report import emulation_line, render_report
+    from veriforge.optiml.xsearch import OptimizeResult
+
+    spec, start, _ = resolve_inputs("c2cuda/vector_add")
+    slow = start.source.replace("{", "{ for (volatile long spin = 0; spin < (1L << 40); ++spin) {} ", 1)
+    assert slow != start.source
+    settings = XSearchSettings(max_evaluations=2, final_top_k=0, regression_tolerance=None, suspicious_factor=None,
+                               eval_timeout_s=8.0, heldout=False)
+    store = RunStore(tmp_path / "runs.sqlite")
+    ev = KernelEvaluator(spec, settings, store=store)
+    search = make_engine(settings, [Scripted([("spin first", slow)])], ev, store, task_id=spec.id).run_sync(start)
+    node = next(n for n in search.tree.nodes if (n.edit or {}).get("description") == "spin first")
+    assert node.status == "rejected" and node.evaluation.details["emulation_limit"] is True
+    assert node.reason.startswith("emulation limit:") and "incorrect" not in node.reason
+    result = OptimizeResult(spec, "vector_add/naive", settings, search, ev.calls, ev.fresh)
+    tree = result.tree_json()
+    tnode = next(n for n in tree["nodes"] if n["id"] == node.id)
+    assert tnode["verdict"].startswith("emulation limit")
+    assert [e["id"] for e in tree["emulation_limited"]] == [node.id]
+    assert f"#{node.id}" in emulation_line(tree["nodes"]) and "not known to be wrong" in render_report(result)

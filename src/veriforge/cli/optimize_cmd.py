@@ -47,7 +47,7 @@ def _print_user_task(console: Any, built: Any) -> None:
     parts = []
     for p in spec.params:
         parts.append(f"{p.name}: {p.role} {p.type} [{p.size}] {p.init}" if p.role != "scalar" else f"{p.name}: scalar")
-    given = spec.configs[0].variables
+    given = (spec.timing or spec.configs)[0].variables
     ref = "NumPy function" if spec.folder is not None and (spec.folder / "reference_numpy.py").is_file() \
         else "the original kernel"
     console.print(f"task {spec.id} (reference: {ref}; folder {spec.folder})", markup=False, highlight=False)
@@ -59,6 +59,13 @@ def _print_user_task(console: Any, built: Any) -> None:
                   highlight=False)
     for name, why in built.dropped.items():
         console.print(f"  dropped size {name}: {why}", markup=False, highlight=False)
+    emu = built.emulation
+    if emu:
+        took = "more than the probe's limit" if emu["given_seconds"] is None else f"{emu['given_seconds']:.1f} s"
+        shrunk = ", ".join(f"{k}={v}" for k, v in emu["shrunk"].items())
+        console.print(f"  the given sizes are timed (estimated) only: one run of the original takes {took} on the "
+                      f"CPU runtime there (budget {emu['budget_s']:g} s, --emulation-budget); correctness is checked "
+                      f"at shrunk sizes ({shrunk}) and the sizes derived from them", markup=False, highlight=False)
 
 
 def _write_user_kernel(console: Any, built: Any, best_source: str, path: Path) -> Path:
@@ -123,6 +130,10 @@ def optimize_cmd(
     host: Annotated[str | None, typer.Option("--host", help="With a kernel file: a host program that launches "
                                              "the kernel; grid, block, sizes and scalar values are inferred "
                                              "from its launch where possible (options override).")] = None,
+    emulation_budget: Annotated[float, typer.Option(
+        "--emulation-budget", min=0.1, help="With --kernel on the CPU back-end: seconds one run of the original "
+        "may take on the CPU runtime; above it correctness is checked at shrunk sizes and the given sizes are "
+        "only timed (estimated).")] = 2.0,
 ) -> None:
     """Make a CUDA kernel faster by MCTS over verified edits (OptiML-X); writes best.cu, tree.json and
     report.html to --out."""
@@ -149,7 +160,7 @@ def optimize_cmd(
             _fail("--kernel needs a kernel file: veriforge optimize KERNEL.cu --kernel NAME --grid EXPR "
                   "--block EXPR --param NAME=VALUE")
         user = {"kernel": kernel, "grid": grid, "block": block, "param": param, "size": size, "init": init,
-                "reference": reference, "host": host}
+                "reference": reference, "host": host, "emulation_budget": emulation_budget}
     try:
         _run(console, target, task, model, backend, budget, time_limit, out, algo, seed, run_id, gpu, quiet,
              user)
@@ -180,7 +191,8 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
         built = build_user_task(target, user["kernel"], user["grid"], user["block"],
                                 parse_assignments(user["param"], "--param"), parse_assignments(user["size"], "--size"),
                                 inits=parse_assignments(user["init"], "--init"), reference=user["reference"],
-                                backend=backend, host=user["host"])
+                                backend=backend, host=user["host"],
+                                emulation_budget_s=user["emulation_budget"])
         spec, label = built.spec, built.label
         _print_user_task(console, built)
         if str(out).endswith(".cu"):
@@ -239,7 +251,13 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
     st = result.search.stats
     console.print(f"{st.unique_evaluations} kernels evaluated ({st.accepted} accepted, {st.rejected} rejected), "
                   f"run {result.search.run_id}")
-    unscored = result.tree_json().get("unscored") or []
+    tree = result.tree_json()
+    if tree.get("emulation_limited"):
+        from veriforge.optiml.report import emulation_line
+
+        console.print(f"ran out of CPU emulation time: {emulation_line(tree['nodes'])}", markup=False,
+                      highlight=False)
+    unscored = tree.get("unscored") or []
     if unscored:
         console.print(f"{len(unscored)} verified kernel(s) without a score (ranked after every scored one):",
                       markup=False, highlight=False)

@@ -33,8 +33,24 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PAIRS", "FunctionDef", "Literal", "Refuse", "balanced", "blank", "blank_directives", "close_of",
-           "directive_spans", "functions", "lex", "line_end", "line_of", "open_of", "top_level"]
+__all__ = [
+    "PAIRS",
+    "FunctionDef",
+    "Literal",
+    "Refuse",
+    "balanced",
+    "blank",
+    "blank_directives",
+    "close_of",
+    "directive_spans",
+    "enclosing_heads",
+    "functions",
+    "lex",
+    "line_end",
+    "line_of",
+    "open_of",
+    "top_level",
+]
 
 PAIRS = {"(": ")", "[": "]", "{": "}"}
 _ANGLE_PAIRS = {**PAIRS, "<": ">"}
@@ -346,6 +362,25 @@ _TRAILER_WORDS = ("const", "volatile", "noexcept", "override", "final", "mutable
 _NAME = re.compile(r"(?:(operator\s*(?:\(\s*\)|\[\s*\]|new\b|delete\b|[^\w\s()]+))|(~?[A-Za-z_]\w*))"
                    r"\s*(?:<[^<>;{}()]*>\s*)?$")
 _PREFIX_JUNK = re.compile(r"[=+\-/%!?.;{}\[\]]|(?<!:):(?!:)|\b(?:return|typedef|using)\b")
+
+
+def enclosing_heads(text: str, pos: int) -> list[str]:
+    """The text before each ``{`` that encloses ``pos`` in blanked ``text``, outermost first: a
+    function's declarator with its qualifiers, ``struct S``, ``namespace n``, ``extern " "``, a
+    lambda's ``[&](int i)``, ``if (c)``. Each head starts after the previous ``;``, ``{`` or ``}``.
+    Used to tell where a statement is compiled (inside a ``__global__``/``__device__`` function,
+    a lambda in one, or host code) without parsing the statement itself."""
+    stack: list[int] = []
+    for m in _BRACES.finditer(text, 0, pos):
+        if m.group() == "{":
+            stack.append(m.start())
+        elif stack:
+            stack.pop()
+    heads = []
+    for brace in stack:
+        start = max(text.rfind(";", 0, brace), text.rfind("}", 0, brace), text.rfind("{", 0, brace))
+        heads.append(text[start + 1:brace])
+    return heads
 
 
 def _close_brace(code: str, at: int, end: int) -> int:

@@ -516,7 +516,8 @@ class Generator:
             return Verification(ok=False, feedback=feedback_message(body, spec.entry),
                                 details={"status": "compile_error"}, verdict=verdict)
         if not verdict.correct:
-            status = "rejected" if verdict.rejected else "incorrect"
+            status = ("rejected" if verdict.rejected
+                      else "emulation_limit" if res.details.get("emulation_limit") else "incorrect")
             body = verify_feedback(verdict)
             record(status, body)
             return Verification(ok=False, feedback=feedback_message(body, spec.entry),

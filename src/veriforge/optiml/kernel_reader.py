@@ -75,6 +75,7 @@ __all__ = [
     "kernel_params",
     "match_elementwise",
     "parse_block",
+    "thread_index",
     "walk_nodes",
     "walk_stmts",
 ]
@@ -1096,7 +1097,7 @@ def _elem_params(sc: SourceScan, fn: Any) -> list[ElemParam] | None:
     return out
 
 
-def _thread_index(init: str) -> bool:
+def thread_index(init: str) -> bool:
     """``blockIdx.x * blockDim.x + threadIdx.x`` in any order, with integer casts and parentheses."""
     e = INT_CAST.sub("", init)
     e = re.sub(r"\s+", "", e)
@@ -1120,7 +1121,7 @@ def match_elementwise(sc: SourceScan, fn: Any) -> ElemKernel | None:
     b0, b1 = fn.body_start, fn.body_end
     body = text[b0:b1]
     decl = re.match(rf"\s*({_INDEX_TYPE.pattern})\s+([A-Za-z_]\w*)\s*=\s*([^;]+);", body)
-    if not decl or not _thread_index(decl.group(3)):
+    if not decl or not thread_index(decl.group(3)):
         return None
     itype = " ".join(decl.group(1).split())
     ivar, init = decl.group(2), " ".join(src[b0 + decl.start(3):b0 + decl.end(3)].split())
@@ -1169,8 +1170,14 @@ def match_elementwise(sc: SourceScan, fn: Any) -> ElemKernel | None:
                    indent)
 
 
-def analyse_elementwise(sc: SourceScan, k: ElemKernel) -> bool:
-    """Classify BODY's accesses into ``k``; False when the kernel must be refused."""
+def analyse_elementwise(sc: SourceScan, k: ElemKernel, vector: bool = True) -> bool:
+    """Classify BODY's accesses into ``k``; False when the kernel must be refused.
+
+    ``vector``: for ``vectorize`` — written pointers must have 4-byte elements, at least one ``P[i]``
+    must be vectorisable, and loops over memory per element are refused (they lose on the cost
+    model, see vectorize's doc). Without it only what makes elements independent is checked (a
+    written pointer is only ever accessed at ``[i]``, nothing else written, no thread built-ins,
+    scalars, ``i`` and device functions as above): what ``coarsen`` needs."""
     text = sc.text
     s0, s1 = k.body
     body = text[s0:s1]
@@ -1247,7 +1254,7 @@ def analyse_elementwise(sc: SourceScan, k: ElemKernel) -> bool:
             exact = index.strip() == k.ivar
             if write:
                 written.add(name)
-                if not exact or param.elem is None:
+                if not exact or (param.elem is None and vector):
                     return False  # scatter, or a store of an element we cannot vectorise
             if not exact:
                 other_access.add(name)
@@ -1256,15 +1263,15 @@ def analyse_elementwise(sc: SourceScan, k: ElemKernel) -> bool:
                 k.vec[name] = param.elem
         elif write and name not in local_arrays:
             return False  # a store through a local pointer or a global array
-        vector = param is not None and index.strip() == k.ivar and param.elem is not None
+        vector_access = param is not None and index.strip() == k.ivar and param.elem is not None
         in_loop = [const for a, b, const in loops if a <= m.start() < b]
-        if not write and not vector and name not in local_arrays and in_loop and not all(in_loop):
+        if not write and not vector_access and name not in local_arrays and in_loop and not all(in_loop) and vector:
             return False  # a loop over memory per element (a row per thread, a table walk): see module doc
-        if dependent and not write and not vector and "[" not in index:
-            if in_loop:
+        if dependent and not write and not vector_access and "[" not in index:
+            if in_loop and vector:
                 return False  # a neighbourhood walk (stencil, convolution): VEC per thread uncoalesces it
             k.scalar_reads.append(" ".join(body[m.start():close + 1].split()))
-    if written & other_access or not k.vec:
+    if written & other_access or (vector and not k.vec):
         return False
     for name in k.vec:
         acc = [a for a in k.accesses if a.name == name]

@@ -150,6 +150,7 @@ def render_report(result: OptimizeResult) -> str:
         ("verified configs (best)", esc(", ".join(bd.get("verified_configs") or []))),
         ("estimate (best)", _estimate_html(bd.get("estimate"), prov)),
         ("verified without a score", _unscored_html(nodes)),
+        ("ran out of CPU emulation time", esc(emulation_line(nodes))),
         ("held-out sizes (never shown to a proposer)", esc(heldout_line(result.heldout))),
         ("proposals dropped before evaluation", _skips_html(result.proposer_skips, result.proposer_calls)),
         ("evaluations", f"{stats.unique_evaluations} unique ({stats.accepted} accepted, {stats.rejected} "
@@ -190,7 +191,8 @@ def render_report(result: OptimizeResult) -> str:
         eff = (n.get("effect") or {}).get("relative_change")
         ev_text = _evidence_text(edit.get("evidence"))
         why = _unscored(n)
-        cls = "ok" if n.get("status") == "accepted" else ("unscored" if why else "bad")
+        slow = ((n.get("evaluation") or {}).get("details") or {}).get("emulation_limit")
+        cls = "ok" if n.get("status") == "accepted" else ("unscored" if why or slow else "bad")
         verdict = (f"verified, no score — {why}" if why
                    else n.get("status", "") + (f": {n.get('reason')}" if n.get("reason") else ""))
         out.append(f"<tr><td>{n['id']}</td><td>{'' if n.get('parent') is None else n['parent']}</td>"
@@ -238,6 +240,15 @@ def heldout_line(heldout: dict[str, Any] | None) -> str:
                else "the start is best: nothing to check")
     dropped = len(heldout.get("dropped") or {})
     return f"{sizes} — {verdict}" + (f"; {dropped} generated size(s) outside the task dropped" if dropped else "")
+
+
+def emulation_line(nodes: list[dict[str, Any]]) -> str:
+    """How many kernels the CPU runtime could not finish in time: unverified, not wrong."""
+    slow = [n for n in nodes if ((n.get("evaluation") or {}).get("details") or {}).get("emulation_limit")]
+    if not slow:
+        return "none"
+    return (f"{len(slow)} kernel(s) (#{', #'.join(str(n['id']) for n in slow[:8])}): not verified and not known "
+            f"to be wrong — the CPU runtime is 10-1000x slower than a GPU; give smaller sizes or use a GPU")
 
 
 def _unscored(node: dict[str, Any]) -> str | None:

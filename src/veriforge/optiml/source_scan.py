@@ -21,7 +21,7 @@ from veriforge.cuda.source_reader import blank, functions
 from veriforge.optiml.source_tokens import close_of, top_level
 
 __all__ = ["Function", "Launch", "SourceScan", "eval_int", "grid_follow_spans", "identifiers", "param_parts", "scan",
-           "split_top"]
+           "split_top", "unparen"]
 
 _INT = r"(?:unsigned\s+int|unsigned|int|size_t|long\s+long|long|short|uint32_t|int32_t|int64_t|uint64_t)"
 CONST_DECL = re.compile(
@@ -164,6 +164,19 @@ def scan(source: str) -> SourceScan:
         host = out.function_at(m.start())
         out.launches.append(Launch(m.group(1), m.start(), parts[0], parts[1], host.name if host else ""))
     return out
+
+
+def unparen(expr: str) -> str:
+    """``((n + 1))`` → ``n + 1``: parentheses around the whole expression removed."""
+    e = expr.strip()
+    while e.startswith("(") and e.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(e):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and i < len(e) - 1:
+                return e
+        e = e[1:-1].strip()
+    return e
 
 
 def split_top(text: str, start: int, end: int) -> list[tuple[int, int]]:

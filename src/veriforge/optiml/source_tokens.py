@@ -10,13 +10,14 @@ parser share one implementation; :class:`Refuse` (no edit) is the reader's too.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from veriforge.cuda.source_reader import PAIRS, Refuse, close_of, top_level
 
-__all__ = ["ASSIGN_OPS", "PAIRS", "Refuse", "Tok", "apply_edits", "close_of", "fresh_name", "indent_lines",
-           "line_indent", "statement_after", "tokens", "top_level", "trim_span"]
+__all__ = ["ASSIGN_OPS", "PAIRS", "Refuse", "Tok", "apply_edits", "close_of", "dedented", "fresh_name",
+           "indent_lines", "line_indent", "statement_after", "tokens", "top_level", "trim_span"]
 
 ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}  # assignment operator tokens
 
@@ -81,6 +82,20 @@ def line_indent(source: str, pos: int, lines: str | None = None) -> str:
     start = (source if lines is None else lines).rfind("\n", 0, pos) + 1
     rest = source[start:]
     return rest[:len(rest) - len(rest.lstrip(" \t"))]
+
+
+def dedented(source: str, span: tuple[int, int], text: str | None = None) -> str:
+    """The statements of ``span`` (or ``text``, an edited copy of them) as lines without their common
+    indentation: the indentation of the span's first line counts when the span starts mid-line after
+    blanks, leading and trailing blank lines go (for moving a body into a new block)."""
+    first_line = source[source.rfind("\n", 0, span[0]) + 1:span[0]]
+    text = (first_line if not first_line.strip() else "") + (source[span[0]:span[1]] if text is None else text)
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return textwrap.dedent("\n".join(lines))
 
 
 def indent_lines(block: str, prefix: str) -> str:

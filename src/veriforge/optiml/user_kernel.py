@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from veriforge.core.types import Candidate
 from veriforge.errors import ConfigError
+from veriforge.optiml.source_scan import unparen
 
 if TYPE_CHECKING:
     from veriforge.cuda.tasks.schema import TaskSpec
@@ -57,6 +58,12 @@ GENERATED_MARK = "// ---- veriforge optimize: generated launch of the kernel (no
 FLOAT_INIT = "uniform(-1, 1)"
 INT_INIT = "randint(0, 16)"
 SMALL_CAP = 19
+EMULATION_BUDGET_S = 2.0
+"""Wall seconds one run of the original may take on the CPU runtime at a verified size. Candidates
+run at the same sizes, and a restructured kernel (barriers run on fibers) can be 10-100x slower to
+emulate than the loop the original becomes: above this the given sizes are only timed (estimated)
+and correctness is checked at shrunk sizes."""
+SHRINK_FLOOR = 32  # integer scalars are halved down to this, never below
 
 
 class UserKernelError(ConfigError):
@@ -77,6 +84,9 @@ class UserTask:
     #: host functions of the kernel file that launched the kernel (kept out of the candidate, written
     #: back unchanged after the optimised kernel)
     host_code: str = ""
+    #: when the given sizes are too slow to emulate: ``{"given_seconds": s or None (past the probe's
+    #: limit), "budget_s": b, "shrunk": values}``; the given sizes are then a ``[[timing]]`` config
+    emulation: dict[str, Any] | None = None
 
 
 def parse_assignments(items: list[str] | None, what: str) -> dict[str, str]:
@@ -178,19 +188,6 @@ _SIZEOF = re.compile(r"\s*\*\s*sizeof\s*\([^()]*\)|sizeof\s*\([^()]*\)\s*\*\s*")
 _C_WORDS = {"int", "unsigned", "long", "size_t", "float", "double", "const", "sizeof", "min", "max", "dim3"}
 
 
-def _unparen(expr: str) -> str:
-    """``((n + 1))`` → ``n + 1``: parentheses around the whole expression removed."""
-    e = expr.strip()
-    while e.startswith("(") and e.endswith(")"):
-        depth = 0
-        for i, ch in enumerate(e):
-            depth += {"(": 1, ")": -1}.get(ch, 0)
-            if depth == 0 and i < len(e) - 1:
-                return e
-        e = e[1:-1].strip()
-    return e
-
-
 @dataclass
 class LaunchInference:
     """What a host launch ``K<<<g, b>>>(args)`` says about the task; ``missing`` maps an option
@@ -258,7 +255,7 @@ def infer_launch(host_text: str, kernel: str, sig: list[tuple[str, str]], where:
         m = re.fullmatch(r"dim3\s*\((.*)\)", text, re.S)
         parts = [text[a:b].strip() for a, b in split_top(text, m.start(1), m.end(1))] if m else [text]
         unknown: set[str] = set()
-        done = [_unparen(subst(p, unknown)) for p in parts]
+        done = [unparen(subst(p, unknown)) for p in parts]
         if unknown:
             out.missing[option] = f"`{sc.expr(span)}` uses {', '.join(sorted(unknown))}, not a kernel argument"
         else:
@@ -279,7 +276,7 @@ def infer_launch(host_text: str, kernel: str, sig: list[tuple[str, str]], where:
             continue
         unknown = set()
         count = _SIZEOF.sub("", subst(mallocs[arg], unknown)).strip()
-        count = _unparen(count)
+        count = unparen(count)
         if unknown or "sizeof" in count:
             why = f"uses {', '.join(sorted(unknown))}" if unknown else "not COUNT * sizeof(T)"
             out.missing[f"--size {name}"] = f"cudaMalloc(&{arg}, {mallocs[arg]}) {why}"
@@ -291,7 +288,7 @@ def infer_launch(host_text: str, kernel: str, sig: list[tuple[str, str]], where:
 def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | None, block: str | None,
                     params: dict[str, str], sizes: dict[str, str], *, inits: dict[str, str] | None = None,
                     reference: str | None = None, backend: str = "cpu", root: Path | None = None,
-                    host: str | Path | None = None) -> UserTask:
+                    host: str | Path | None = None, emulation_budget_s: float = EMULATION_BUDGET_S) -> UserTask:
     """The task of ``kernel`` in ``kernel_file`` launched with ``grid``/``block`` (see the module doc)."""
     from veriforge.cuda.tasks.ctypes_map import CSignatureError, find_signature, is_pointer, numpy_dtype
 
@@ -399,7 +396,8 @@ def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | Non
         ref_text, ref_fn = mpath.read_text(), fn
     configs = [("given", values), *_derived(values)]
     digest = hashlib.sha256("\0".join([USER_TASK_VERSION, start_source, "\n".join(lines), repr(configs),
-                                       ref_text or "", ref_fn or "", backend]).encode()).hexdigest()
+                                       ref_text or "", ref_fn or "", backend,
+                                       f"{emulation_budget_s:g}"]).encode()).hexdigest()
     tid = "user_" + re.sub(r"[^a-z0-9_]", "_", kernel.lower())[:40] + "_" + digest[:10]
     if root is None:
         from veriforge.core.paths import cache_dir
@@ -412,17 +410,20 @@ def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | Non
               f"entry = {_toml_value(entry)}", ""]
     tol = ["[tolerance]", "rtol = 1e-4", "atol = 1e-4", ""]
 
-    def cfg_lines(cfgs: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    def cfg_lines(cfgs: list[tuple[str, dict[str, Any]]], table: str = "configs", seed: int = 101) -> list[str]:
         out = []
         for i, (name, vals) in enumerate(cfgs):
-            out += ["[[configs]]", f"name = {_toml_value(name)}", f"seed = {101 + i}"]
+            out += [f"[[{table}]]", f"name = {_toml_value(name)}", f"seed = {seed + i}"]
             out += [f"{k} = {_toml_value(v)}" for k, v in vals.items()]
             out.append("")
         return out
 
+    timing: list[tuple[str, dict[str, Any]]] = []
+
     def write(target: Path, cfgs: list[tuple[str, dict[str, Any]]]) -> None:
         target.mkdir(parents=True, exist_ok=True)
-        (target / "task.toml").write_text("\n".join(header + lines + tol + cfg_lines(cfgs)))
+        (target / "task.toml").write_text("\n".join(header + lines + tol + cfg_lines(cfgs)
+                                                     + cfg_lines(timing, "timing", 201)))
         if ref_text is not None:
             (target / "reference_numpy.py").write_text(f"{ref_text.rstrip()}\n\n__veriforge_reference__ = {ref_fn}\n")
         else:
@@ -437,13 +438,26 @@ def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | Non
         shutil.rmtree(tmp, ignore_errors=True)
         probe = tmp / tid
         write(probe, configs)
+        emulation = None
+        if backend == "cpu":
+            try:
+                emulation = _fit_emulation(probe, start_source, values, emulation_budget_s)
+            except UserKernelError:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            if emulation is not None:
+                configs = [("shrunk", emulation["shrunk"]), *_derived(emulation["shrunk"])]
+                timing = [("given", values)]
+                write(probe, configs)
+        base = "shrunk" if timing else "given"
         kept = _check_configs(probe, configs, dropped)
-        if "given" not in {n for n, _ in kept}:
+        if base not in {n for n, _ in kept}:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise UserKernelError(f"the reference fails at the given sizes: {dropped.get('given')}")
+            raise UserKernelError(f"the reference fails at the {base} sizes: {dropped.get(base)}")
         if len(kept) != len(configs):
             write(probe, kept)
         (probe / "dropped.json").write_text(json.dumps(dropped))
+        (probe / "emulation.json").write_text(json.dumps(emulation))
         try:
             os.replace(probe, folder)
         except OSError:  # a concurrent build won
@@ -456,8 +470,76 @@ def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | Non
         dropped = json.loads((folder / "dropped.json").read_text())
     except (OSError, ValueError):
         dropped = {}
+    try:
+        emulation = json.loads((folder / "emulation.json").read_text())
+    except (OSError, ValueError):
+        emulation = None
     start = Candidate(source=start_source, metadata={"path": str(path), "user_kernel": kernel})
-    return UserTask(spec, start, path.name, kernel, sig, entry, gparts, bparts, dropped, host_code)
+    return UserTask(spec, start, path.name, kernel, sig, entry, gparts, bparts, dropped, host_code, emulation)
+
+
+def _shrink(values: dict[str, Any], halvings: int) -> dict[str, Any]:
+    """Every integer scalar of at least 2 * SHRINK_FLOOR halved ``halvings`` times (not below the floor)."""
+    out = dict(values)
+    for k, v in values.items():
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 2 * SHRINK_FLOOR:
+            out[k] = max(SHRINK_FLOOR, v >> halvings)
+    return out
+
+
+def _fit_emulation(folder: Path, source: str, values: dict[str, Any], budget_s: float) -> dict[str, Any] | None:
+    """None when one run of the original at the given sizes takes at most ``budget_s`` on the CPU runtime;
+    else the shrunk sizes it fits at (integer scalars halved until it does), with what was measured.
+
+    Why: every candidate is emulated at the verified sizes, and restructured kernels are much slower to
+    emulate than the original; a given size the emulator cannot finish would be reported as every
+    candidate timing out. The given sizes stay the ones the speed is judged at (``[[timing]]``,
+    estimated by the cost model), so shrinking changes what is verified, not what is optimised for."""
+    import time
+
+    from veriforge.cuda.tasks import load_task
+    from veriforge.cuda.tasks.generate import make_case
+    from veriforge.cuda.tasks.reference import ReferenceError, run_cuda_program
+
+    limit = max(4.0 * budget_s, 10.0)
+
+    def seconds(name: str, vals: dict[str, Any]) -> float | None:
+        """Wall time of one run (the second: the first compiles), None past ``limit``."""
+        spec = load_task(folder)
+        for trial in (0, 1):
+            case = make_case(spec, name, trial)
+            t0 = time.perf_counter()
+            try:
+                run_cuda_program(spec, source, case, timeout_s=limit)
+            except ReferenceError as exc:
+                if exc.status == "timeout":
+                    return None
+                return 0.0  # fails for another reason: _check_configs reports it
+            took = time.perf_counter() - t0
+            if took <= budget_s and trial == 0:
+                return took  # compile included and still within the budget
+        return took
+
+    given = seconds("given", values)
+    if given is not None and given <= budget_s:
+        return None
+    text = (folder / "task.toml").read_text()
+    for halvings in range(1, 13):
+        vals = _shrink(values, halvings)
+        if vals == _shrink(values, halvings - 1):
+            break
+        body = "\n".join(["[[configs]]", 'name = "probe"', "seed = 7",
+                          *(f"{k} = {_toml_value(v)}" for k, v in vals.items()), ""])
+        (folder / "task.toml").write_text(text.rstrip() + "\n\n" + body)
+        took = seconds("probe", vals)
+        if took is not None and took <= budget_s:
+            (folder / "task.toml").write_text(text)
+            return {"given_seconds": given, "budget_s": budget_s, "shrunk": vals, "shrunk_seconds": took}
+    (folder / "task.toml").write_text(text)
+    at = f"more than {limit:g} s" if given is None else f"{given:.1f} s"
+    raise UserKernelError(f"one run of the original takes {at} on the CPU runtime at the given sizes (budget "
+                          f"{budget_s:g} s) and halving its integer sizes down to {SHRINK_FLOOR} does not bring it "
+                          f"under the budget: give smaller --param values, a larger --emulation-budget, or use a GPU")
 
 
 def _check_configs(folder: Path, configs: list[tuple[str, dict[str, Any]]],

@@ -83,7 +83,9 @@ class XSearchSettings:
     parent is rejected (tuning steps are small; a big regression is a wrong direction).
     ``suspicious_factor`` 5: a child more than 5× better than its parent is re-verified on other
     inputs (different seed) before it is accepted. ``final_top_k`` 3 candidates are re-measured
-    (and re-verified) before the winner is declared; ``tie_tolerance`` 1 %.
+    (and re-verified) before the winner is declared; ``tie_tolerance`` 1 %. ``eval_timeout_s``: wall
+    seconds one candidate's verification may take (None: the harness's default, 60 s + 10 s per case);
+    on the CPU back-end a candidate past it is an *emulation limit* (not verified, not called wrong).
     """
 
     algorithm: str = "mcts"
@@ -101,6 +103,7 @@ class XSearchSettings:
     trials: int = 2
     weights: ObjectiveWeights = field(default_factory=ObjectiveWeights)
     heldout: bool = True
+    eval_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -141,7 +144,8 @@ class KernelEvaluator:
         self.heldout: HeldOut | None = None
         self.fingerprint = content_hash(
             EVALUATOR_VERSION, task_content_hash(spec), settings.backend, settings.gpu, settings.provenance,
-            str(settings.trials), str(sorted(settings.weights.to_dict().items())))
+            str(settings.trials), str(sorted(settings.weights.to_dict().items())),
+            *([f"timeout={settings.eval_timeout_s:g}"] if settings.eval_timeout_s is not None else []))
 
     def evaluate(self, state: Candidate) -> Evaluation:
         with self._lock:
@@ -166,7 +170,8 @@ class KernelEvaluator:
         s = self.settings
         self.calls += 1
         try:
-            res = evaluate(self.spec, cand, backend=s.backend, store=self.store, trials=s.trials, seed=seed)
+            res = evaluate(self.spec, cand, backend=s.backend, store=self.store, trials=s.trials, seed=seed,
+                           timeout=s.eval_timeout_s)
         except Exception as exc:  # a harness failure is this candidate's failure, not the search's
             return self._done(Evaluation.failed(f"evaluation failed: {type(exc).__name__}: {exc}"))
         if not res.cached:
@@ -175,6 +180,8 @@ class KernelEvaluator:
         base = {"eval_key": res.key, "seed": seed, "verified_configs": verified}
         if not res.correct:
             why = res.verdict.reason or "incorrect"
+            if res.details.get("emulation_limit"):  # slow to emulate is not wrong: say which it is
+                return self._done(Evaluation.failed(why, details={**base, "emulation_limit": True}))
             return self._done(Evaluation.failed(f"incorrect: {why}", details=base))
         estimate = res.details.get("estimate") if s.provenance == "estimated" else None
         if estimate:
@@ -349,12 +356,17 @@ class OptimizeResult:
                              "estimate_status": ((ev.get("details") or {}).get("estimate") or {}).get("status")}
             if why is not None:
                 node["verdict"] = "verified, no score"
+            elif (ev.get("details") or {}).get("emulation_limit"):
+                node["verdict"] = "emulation limit (not verified, not known to be wrong)"
             node["effect"] = {
                 "objective": obj,
                 "parent_objective": pobj,
                 "relative_change": (obj / pobj - 1.0) if obj is not None and pobj else None,
                 "time_s": (ev.get("details") or {}).get("time_s"),
             }
+        data["emulation_limited"] = [
+            {"id": n["id"], "reason": n.get("reason") or ""} for n in by_id.values()
+            if ((n.get("evaluation") or {}).get("details") or {}).get("emulation_limit")]
         data["unscored"] = [{"id": n["id"], "reason": n["score"]["unscored_reason"]} for n in by_id.values()
                             if n["score"]["unscored_reason"] is not None]
         data["best_estimate"] = (self.best.evaluation.details or {}).get("estimate")

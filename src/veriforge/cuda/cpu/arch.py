@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from veriforge.cuda.source_reader import balanced, blank, functions, line_end
+from veriforge.cuda.source_reader import balanced, blank, enclosing_heads, functions, line_end
 
 __all__ = ["DEVICE_MACRO", "apply_arch", "arch_edits"]
 
@@ -43,9 +43,7 @@ _INCLUDE_ONLY = re.compile(r"^\s*(?:#\s*include\b.*)?$")
 
 def _brace_heads(masked: str, pos: int) -> list[str]:
     """The text before each ``{`` enclosing ``pos``, outermost first, without preprocessor lines."""
-    from .source import _enclosing_heads
-
-    return [_strip_directives(head) for head in _enclosing_heads(masked, pos)]
+    return [_strip_directives(head) for head in enclosing_heads(masked, pos)]
 
 
 def _strip_directives(head: str) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from veriforge.cuda.source_reader import FunctionDef, enclosing_heads, functions
 from veriforge.errors import UnsupportedFeatureError
 
 from .ptx import PtxError, translate_asm
@@ -195,57 +196,22 @@ def launch_targets(scanned: Sequence[ScannedSource]) -> dict[str, int]:
 
 
 def scan(src: str) -> ScannedSource:
-    """Find kernel definitions (names, template-ness) and whether the file has ``main``."""
+    """Find kernel definitions (names, template-ness), the ``extern "C"`` host functions and whether
+    the file has ``main``. Functions are found by the project's one reader
+    (:func:`veriforge.cuda.source_reader.functions`), so ``extern "C"`` blocks and namespaces are
+    transparent and directives inside a declaration do not cut it."""
     masked = mask_source(src)
-    scopes = _Scopes(masked)
+    defs = functions(masked, declarations=True)
     found: list[KernelDecl] = []
     definitions: dict[str, int] = {}
-    for m in re.finditer(r"\b__global__\b", masked):
-        pos = m.end()
-        name = None
-        name_pos = pos
-        while pos < len(masked):
-            t = _TOKEN.match(masked, pos) or re.compile(r"\s+").match(masked, pos)
-            if t is None:
-                break
-            tok = t.group()
-            if tok.strip() == "":
-                pos = t.end()
-                continue
-            if tok in ("__launch_bounds__", "__attribute__", "__declspec", "alignas", "__maxnreg__",
-                       "__cluster_dims__", "decltype"):
-                paren = masked.find("(", t.end())
-                close = _match_paren(masked, paren) if paren >= 0 else -1
-                pos = close + 1 if close >= 0 else t.end()
-                continue
-            if tok == "(":
-                break
-            if tok in (";", "{", "}", "="):
-                name = None
-                break
-            if _IDENT.fullmatch(tok):
-                name = tok
-                name_pos = t.start()
-                # qualified definition (void ns::kernel(...)) keeps the last component
-            pos = t.end()
-        if not name or pos >= len(masked) or masked[pos] != "(":
+    for fn in defs:
+        if not fn.kernel or fn.body is None:
             continue
-        close = _match_paren(masked, pos)
-        if close < 0:
-            continue
-        after = masked[close + 1 : close + 400].lstrip()
-        is_definition = after.startswith("{") or re.match(r"(?:const\s*)?(?:noexcept\s*)?\{", after) is not None
-        if not is_definition:
-            continue
-        # template-ness: look back to the previous statement boundary
-        head_start = max(masked.rfind(";", 0, m.start()), masked.rfind("}", 0, m.start()),
-                         masked.rfind("{", 0, m.start()), masked.rfind("#", 0, m.start()))
-        head = masked[head_start + 1 : m.start()]
-        is_template = re.search(r"\btemplate\b", head) is not None
-        qual = "::".join([*scopes.namespace_at(m.start()), name])
+        qual = fn.qualified_name
+        is_template = "template" in fn.qualifiers
         definitions[qual] = definitions.get(qual, 0) + 1
-        found.append(KernelDecl(name=qual, line=line_of(masked, name_pos), is_template=is_template,
-                                template_params=_template_param_count(masked, head_start + 1, m.start())
+        found.append(KernelDecl(name=qual, line=line_of(masked, fn.name_start), is_template=is_template,
+                                template_params=_template_param_count(masked, fn.start, fn.name_start)
                                 if is_template else None))
     overloaded = {k for k, c in definitions.items() if c > 1}
     unique: dict[str, KernelDecl] = {}
@@ -253,110 +219,32 @@ def scan(src: str) -> ScannedSource:
         unique.setdefault(k.name, k)
     has_main = re.search(r"\bint\s+main\s*\(", masked) is not None
     return ScannedSource(text=src, masked=masked, kernels=list(unique.values()), overloaded=overloaded,
-                         has_main=has_main, host_functions=_extern_c_functions(src, masked, scopes))
+                         has_main=has_main, host_functions=_extern_c_functions(masked, defs))
 
 
-# ---- extern "C" host functions ----------------------------------------------------------------
-
-_EXTERN_C = re.compile(r'\bextern\s*"\s*"')
-_NOT_A_NAME = {"__attribute__", "__declspec", "__launch_bounds__", "alignas", "decltype", "__align__",
-               "if", "while", "for", "switch", "return", "sizeof", "void", "int", "float", "double", "char",
-               "short", "long", "unsigned", "signed", "bool", "const", "auto"}
-
-
-def _statements(masked: str, start: int, end: int, single: bool):
-    """Function-like statements in ``masked[start:end]`` at namespace scope: yields
-    ``(head_start, name, name_pos, params, is_definition)``. Skips struct/initializer braces."""
-    pos = head = start
-    while pos < end:
-        m = re.compile(r"[({;]").search(masked, pos, end)
-        if m is None:
-            return
-        ch = m.group()
-        if ch == ";":
-            pos = head = m.end()
-            if single:
-                return
-            continue
-        if ch == "{":
-            close = _match_paren(masked, m.start(), "{", "}")
-            if close < 0:
-                return
-            pos = close + 1
-            nxt = re.compile(r"\s*;").match(masked, pos)
-            if nxt:  # struct S {...}; / int x[] = {...};
-                pos = nxt.end()
-            head = pos
-            if single:
-                return
-            continue
-        # "(": the statement's first call-like parenthesis names the function
-        before = re.search(r"([A-Za-z_]\w*)\s*$", masked[head : m.start()])
-        close = _match_paren(masked, m.start())
-        if close < 0:
-            return
-        if before is None or before.group(1) in _NOT_A_NAME:
-            pos = close + 1
-            continue
-        name = before.group(1)
-        tail = re.compile(r"(?:\s|\bconst\b|\bnoexcept\b(?:\s*\([^)]*\))?|\bthrow\s*\(\s*\)|"
-                          r"__attribute__\s*\(\([^)]*\)\))*").match(masked, close + 1)
-        after = tail.end() if tail else close + 1
-        is_def = masked.startswith("{", after)
-        yield head, name, head + before.start(1), masked[m.start() + 1 : close], is_def
-        if is_def:
-            body_end = _match_paren(masked, after, "{", "}")
-            if body_end < 0:
-                return
-            pos = head = body_end + 1
-        else:
-            semi = masked.find(";", close)
-            pos = head = (end if semi < 0 else semi + 1)
-        if single:
-            return
-
-
-def _extern_c_functions(text: str, masked: str, scopes: _Scopes) -> list[HostFunctionDecl]:
+def _extern_c_functions(masked: str, defs: Sequence[FunctionDef]) -> list[HostFunctionDecl]:
     """``extern "C"`` host functions with a definition in this file (``extern "C" T f(...) {}``,
-    inside an ``extern "C" { }`` block, or declared ``extern "C"`` and defined later)."""
+    inside an ``extern "C" { }`` block, or declared ``extern "C"`` and defined anywhere at namespace
+    scope). Kernels, device-only functions, templates, operators and variadic functions are not
+    callable through ``Module.call`` and are left out."""
     found: dict[str, HostFunctionDecl] = {}
     declared: dict[str, str] = {}
 
-    def head_ok(head: str, params: str) -> bool:
-        device_only = re.search(r"\b__device__\b", head) and not re.search(r"\b__host__\b", head)
-        return not (re.search(r"\b(?:__global__|template|typedef)\b", head) or device_only or "..." in params
-                    or re.search(r"\boperator\b", head))
+    def callable_(fn: FunctionDef) -> bool:
+        device_only = fn.device and "__host__" not in fn.qualifiers
+        return not (fn.kernel or device_only or "template" in fn.qualifiers or fn.name.startswith("operator")
+                    or "..." in masked[fn.params[0]:fn.params[1]])
 
-    for m in _EXTERN_C.finditer(masked):
-        if text[m.start() : m.end()].replace(" ", "").replace("\t", "") != 'extern"C"':
+    for fn in defs:
+        if not fn.extern_c or fn.name == "main" or not callable_(fn):
             continue
-        if scopes.in_function(m.start()):
-            continue
-        rest = re.compile(r"\s*").match(masked, m.end()).end()
-        if masked.startswith("{", rest):
-            close = _match_paren(masked, rest, "{", "}")
-            ranges = (rest + 1, close if close > 0 else len(masked), False)
+        if fn.body is not None:
+            found.setdefault(fn.name, HostFunctionDecl(fn.name, fn.qualified_name, line_of(masked, fn.name_start)))
         else:
-            ranges = (m.end(), len(masked), True)
-        start, end, single = ranges
-        for head_start, name, name_pos, params, is_def in _statements(masked, start, end, single):
-            if name == "main" or not head_ok(masked[head_start:name_pos], params):
-                continue
-            qual = "::".join([*scopes.namespace_at(name_pos), name])
-            if is_def:
-                found.setdefault(name, HostFunctionDecl(name, qual, line_of(masked, name_pos)))
-            else:
-                declared.setdefault(name, qual)
-    pending = {name: qual for name, qual in declared.items() if name not in found}
-    if pending:  # one pass over every call-like name (headers declare thousands: GLEW)
-        for d in re.finditer(r"\b([A-Za-z_]\w*)\s*\(", masked):
-            name = d.group(1)
-            if name not in pending or name in found or scopes.in_function(d.start()):
-                continue
-            close = _match_paren(masked, d.end() - 1)
-            after = masked[close + 1 : close + 200].lstrip() if close > 0 else ""
-            if re.match(r"(?:const\s*)?(?:noexcept\s*)?\{", after):
-                found[name] = HostFunctionDecl(name, pending[name], line_of(masked, d.start()))
+            declared.setdefault(fn.name, fn.qualified_name)
+    for fn in defs:  # declared extern "C" and defined later without the linkage
+        if fn.body is not None and fn.name in declared and fn.name not in found:
+            found[fn.name] = HostFunctionDecl(fn.name, declared[fn.name], line_of(masked, fn.name_start))
     return sorted(found.values(), key=lambda f: f.line)
 
 
@@ -406,22 +294,6 @@ def _blank_inactive(masked: str, active_lines: set[int] | frozenset[int]) -> str
     return "\n".join(line if i in active_lines else " " * len(line) for i, line in enumerate(lines, 1))
 
 
-def _enclosing_heads(masked: str, pos: int) -> list[str]:
-    """The text before each ``{`` that encloses ``pos`` (innermost last): a function's declarator
-    with its qualifiers, ``struct S``, ``namespace n``, a lambda's ``[&](int i)``."""
-    stack: list[int] = []
-    for m in re.finditer(r"[{}]", masked[:pos]):
-        if m.group() == "{":
-            stack.append(m.start())
-        elif stack:
-            stack.pop()
-    heads = []
-    for brace in stack:
-        start = max(masked.rfind(";", 0, brace), masked.rfind("}", 0, brace), masked.rfind("{", 0, brace))
-        heads.append(masked[start + 1 : brace])
-    return heads
-
-
 def _asm_side(masked: str, text: str, pos: int) -> str:
     """Where an ``asm`` statement at ``pos`` is compiled: ``"device"`` (inside a ``__global__`` or
     ``__device__``-only function, a lambda in one, or with a PTX template), ``"both"`` (a
@@ -432,7 +304,7 @@ def _asm_side(masked: str, text: str, pos: int) -> str:
     if _PTX_TEXT.search(template):
         return "device"
     side = "host"
-    for head in _enclosing_heads(masked, pos):
+    for head in enclosing_heads(masked, pos):
         if re.search(r"\b__global__\b", head):
             return "device"
         if re.search(r"\b__device__\b", head):

@@ -45,7 +45,7 @@ from .generate import Case
 from .schema import TaskFormatError, TaskSpec
 
 __all__ = ["ReferenceError", "compile_c_reference", "load_torch_reference", "reference_outputs", "run_c_reference",
-           "run_cuda_reference", "run_numpy_reference", "task_content_hash"]
+           "run_cuda_program", "run_cuda_reference", "run_numpy_reference", "task_content_hash"]
 
 _CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
            "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "uint8": ctypes.c_uint8,
@@ -57,7 +57,10 @@ _log = logging.getLogger(__name__)
 
 
 class ReferenceError(TaskFormatError):
-    """The task's reference cannot be built or run."""
+    """The task's reference cannot be built or run. ``status`` is the back-end's run status when a
+    CUDA reference ran (``"timeout"``, ``"crash"``, ...), else ``""``."""
+
+    status: str = ""
 
 
 def _c_compiler() -> str:
@@ -147,17 +150,25 @@ def run_cuda_reference(spec: TaskSpec, case: Case) -> dict[str, np.ndarray]:
     """Run ``reference.cu``'s entry (the original kernel and its launch) on ``case`` through the CPU
     runtime, or the GPU back-end when ``reference.backend`` says ``gpu``; outputs by name. A failure
     (compile error, crash, time limit) raises :class:`ReferenceError` with the back-end's message."""
-    from veriforge.cuda.evaluate.backend import CCase, CParam, CRequest, TimingOptions, get_backend
-
     assert spec.folder is not None
     which = spec.folder / "reference.backend"
     backend = which.read_text().strip() if which.is_file() else "cpu"
+    return run_cuda_program(spec, (spec.folder / "reference.cu").read_text(), case, backend=backend)
+
+
+def run_cuda_program(spec: TaskSpec, source: str, case: Case, *, backend: str = "cpu",
+                     timeout_s: float = 300.0) -> dict[str, np.ndarray]:
+    """Run ``source``'s task entry on ``case`` through ``backend`` (``reference.cu`` of a user task, or the
+    original kernel when OptiML times it to size the emulated configurations); outputs by name. A failure
+    (compile error, crash, ``timeout_s`` passed) raises :class:`ReferenceError` with the back-end's message."""
+    from veriforge.cuda.evaluate.backend import CCase, CParam, CRequest, TimingOptions, get_backend
+
     be = get_backend(backend)
-    request = CRequest(task_id=spec.id, source=(spec.folder / "reference.cu").read_text(), entry=spec.entry,
+    request = CRequest(task_id=spec.id, source=source, entry=spec.entry,
                        params=[CParam(p.name, p.type, p.role) for p in spec.params],
                        cases=[CCase(config=case.config, trial=case.trial, args=list(case.args),
                                     variables=dict(case.env))],
-                       timeout_s=300.0, timing=TimingOptions(enabled=False, warmup=0, trials=0),
+                       timeout_s=timeout_s, timing=TimingOptions(enabled=False, warmup=0, trials=0),
                        filename="reference.cu", race_check=False)
     if be.isolates("c2cuda"):
         run = be.run_c(request)
@@ -166,8 +177,10 @@ def run_cuda_reference(spec: TaskSpec, case: Case) -> dict[str, np.ndarray]:
 
         run = run_isolated(be.name, "run_c", request, request.timeout_s)
     if not run.ok or not run.cases:
-        raise ReferenceError(f"the original kernel fails on config {case.config!r}: {run.status}: "
+        err = ReferenceError(f"the original kernel fails on config {case.config!r}: {run.status}: "
                              f"{(run.message or 'no output').strip()[:500]}")
+        err.status = run.status
+        raise err
     outs = run.cases[0].outputs
     return {p.name: np.asarray(outs[p.name]) for p in spec.params if p.is_output}
 

@@ -31,6 +31,11 @@ pattern it fully understands:
   small coefficient tables) from a shared-memory tile loaded once per block.
 * **aggregate** (:mod:`.aggregate`) — one atomic per thread to a shared address becomes one per
   warp / block / grid-stride thread after a shuffle reduction.
+* **privatize_histogram** (:mod:`.privatize_histogram`) — one ``atomicAdd(&hist[bin], v)`` per element
+  with a bin count readable from the text becomes a shared-memory sub-histogram per block in a
+  grid-stride loop over a capped grid, merged with one global atomic per non-zero bin.
+* **coarsen** (:mod:`.coarsen`) — independent 1-D element-wise kernels become a grid-stride loop over a
+  capped grid, or ``COARSEN_FACTOR`` elements per thread ``blockDim.x`` apart.
 * **fuse** (:mod:`.fuse`) — consecutive element-wise launches over the same index space become one
   kernel, intermediates kept in registers.
 * **tile_shared** (:mod:`.tile_shared`) — an inner-product loop over k (naive matmul, NN or NT
@@ -38,9 +43,17 @@ pattern it fully understands:
   shared-memory tiling with coalesced tile loads.
 * **register_block** (:mod:`.register_block`) — the same kernels become register blocking: each
   thread computes a TM x TN micro-tile from K slices staged in shared memory.
+* **transpose_tile** (:mod:`.transpose_tile`) — a naive 2-D transpose (strided store or strided load,
+  element-wise expression, optional ``blockIdx.z`` batch) becomes the padded shared-memory tiled
+  transpose with both global accesses coalesced.
+* **column_reduce** (:mod:`.column_reduce`) — thread-per-column reductions over rows (sum, Aᵀx, mean,
+  max/min) become 2-D blocks whose row groups stride the rows, combined in shared memory.
 
-Modules whose name starts with ``_`` hold helpers shared by a family of operators (``_layout``,
-``_matmul``);
+Modules whose name starts with ``_`` hold helpers shared by a family of operators (``_layout``; ``_grid``:
+grid-stride shapes and the grid cap; ``_atomics``: reading an atomic statement; ``_elementwise``: the
+element-wise launch rewrite; ``_coords``: the coordinate prologue and guard of ``transpose_tile`` and
+``column_reduce``, and the launch helpers of the matmul operators; ``_matmul``: the naive-matmul
+recogniser of ``tile_shared`` and ``register_block``);
 the kernel readers every operator may use are :mod:`veriforge.optiml.kernel_reader`,
 :mod:`veriforge.optiml.source_scan` and :mod:`veriforge.optiml.source_tokens`.
 

@@ -40,9 +40,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from veriforge.optiml.kernel_reader import Analyzer, Node, Poly, Stmt, gcoord, is_int_type, walk_nodes, walk_stmts
-from veriforge.optiml.operators.registry import EditProposal, motivating_findings
+from veriforge.optiml.operators._coords import (
+    block_items,
+    flatten,
+    launch_arguments,
+    motivated,
+    plain_value,
+    relaunch,
+    side_effect_free,
+    single_launch,
+)
+from veriforge.optiml.operators.registry import EditProposal
 from veriforge.optiml.source_scan import Function, Launch, SourceScan
-from veriforge.optiml.source_tokens import Refuse, apply_edits, trim_span
+from veriforge.optiml.source_tokens import Refuse, apply_edits
 
 __all__ = ["FMA_CALLS", "MatmulPlan", "Operand", "PrologueLocal", "affine_text", "launch_args", "poly_text", "proposal",
            "read_matmul", "words", "zero"]
@@ -138,18 +148,8 @@ def affine_text(op: Operand, coord: str, kexpr: str) -> str:
     return " + ".join(parts)
 
 
-def _flatten(node: Node, op: str) -> list[Node]:
-    if node.kind == "bin" and node.op == op:
-        return _flatten(node.kids[0], op) + _flatten(node.kids[1], op)
-    return [node]
-
-
-def _block_items(s: Stmt) -> list[Stmt]:
-    return list(s.kids) if s.kind == "block" else [s]
-
-
 def _is_return(s: Stmt) -> bool:
-    items = _block_items(s)
+    items = block_items(s)
     return len(items) == 1 and items[0].kind == "return" and items[0].exprs[0] is None
 
 
@@ -157,7 +157,7 @@ def _bounds(an: Analyzer, cond: Node, go_on: bool, env: dict[str, Poly], coords:
             ext: dict[str, Poly]) -> None:
     """Add to ``ext`` the extent each atom of ``cond`` proves (the thread goes on when ``cond`` is
     ``go_on``): each atom's fact must be ``E - s - 1 >= 0`` for a coordinate ``s``."""
-    for atom in _flatten(cond, "&&" if go_on else "||"):
+    for atom in flatten(cond, "&&" if go_on else "||"):
         if atom.kind not in ("bin", "unary") or (atom.kind == "unary" and atom.op != "!"):
             raise Refuse("guard atom")
         facts, diseqs = an.cond_facts(atom, go_on, env)
@@ -345,7 +345,7 @@ def read_matmul(sc: SourceScan, fn: Function) -> MatmulPlan:
             _bounds(an, cond, True, env, coords, ext)
             guards.append(f"({sc.source[cond.start:cond.end].strip()})")
             conds.append(cond)
-            inner = _block_items(s.kids[0])
+            inner = block_items(s.kids[0])
         else:
             break
         i += 1
@@ -374,13 +374,12 @@ def read_matmul(sc: SourceScan, fn: Function) -> MatmulPlan:
                                       if n.kind == "assign" and n.kids[0].kind == "id" and n.kids[0].value == acc) != 1:
         raise Refuse("acc changed outside the loop")
     init_stmt = Stmt("expr", exprs=[init])
-    if any(n.kind in ("assign", "call") or (n.kind in ("unary", "post") and n.op in ("++", "--"))
-           for n in walk_nodes(init)):
+    if not side_effect_free(init, frozenset()):
         raise Refuse("acc's initial value has side effects")
     if _builtins([init_stmt, *post, *(Stmt("expr", exprs=[c]) for c in conds)]):
         raise Refuse("thread builtins outside the coordinates")
     k, k_bound = _loop_header(an, loop, env)
-    items = _block_items(loop.kids[0])
+    items = block_items(loop.kids[0])
     if len(items) != 1 or items[0].kind != "expr" or items[0].exprs[0] is None:
         raise Refuse("loop body is not one statement")
     update = items[0].exprs[0]
@@ -406,40 +405,24 @@ def read_matmul(sc: SourceScan, fn: Function) -> MatmulPlan:
 def launch_args(sc: SourceScan, fn: Function, plan: MatmulPlan) -> tuple[Launch, dict[str, str]] | None:
     """The single launch of ``fn`` and its argument text per kernel parameter, or None (several
     launches, an unreadable call, or an extent argument the new grid could not safely repeat)."""
-    launches = sc.launches_of(fn.name)
-    if len(launches) != 1 or sum(1 for f in sc.functions if f.name == fn.name) != 1:
+    launch = single_launch(sc, fn)
+    if launch is None:
         return None
-    call = sc.launch_call(launches[0])
-    if call is None:
-        return None
-    args, _, _ = call
-    names = [n for _, n in plan.params]
-    if len(args) != len(names):
-        return None
-    arg_text = {n: sc.expr(span) for n, span in zip(names, args, strict=True)}
-    for axis in "xy":
-        if any(not re.fullmatch(r"[\w\s.+\-*/()]+", arg_text[s]) for s in plan.ext[axis].symbols()):
-            return None  # the grid repeats the argument expression: keep it side-effect free
-    return launches[0], arg_text
+    args = launch_arguments(sc, launch, plan)
+    if args is None or not all(plain_value(args[s]) for axis in "xy" for s in plan.ext[axis].symbols()):
+        return None  # the grid repeats the argument expression: keep it side-effect free
+    return launch, args
 
 
 def proposal(sc: SourceScan, plan: MatmulPlan, launch: Launch, *, operator: str, body: str, grid: str, block: str,
-             defines: str, findings: Any, motives: set[str], description: str,
+             defines: dict[str, int], findings: Any, motives: set[str], description: str,
              evidence: dict[str, Any]) -> EditProposal | None:
     """The edit that replaces the kernel's body, its launch's grid and block and adds ``defines`` at
     the top; its prior is 2 + the severities of the ``motives`` findings (a restructuring edit)."""
-    edits = [
-        (plan.fn.body_start, plan.fn.body_end, body),
-        (*trim_span(sc.text, launch.grid), grid),
-        (*trim_span(sc.text, launch.block), block),
-        (0, 0, defines),
-    ]
-    try:
-        new = apply_edits(sc.source, edits, disjoint=True)
-    except ValueError:
+    new = relaunch(sc, (plan.fn.body_start, plan.fn.body_end, body), launch, grid, block, defines)
+    if new is None:
         return None
-    motive = motivating_findings(findings, motives)
-    prior = 2.0 + sum(float(f.get("severity") or 0) for f in motive)
+    motive, prior = motivated(findings, motives)
     return EditProposal(operator, new, description,
                         {"kernel": plan.fn.name, **evidence, "operands": [plan.first.name, plan.second.name],
                          "layouts": [plan.first.layout, plan.second.layout], "findings": motive}, prior)

@@ -22,7 +22,8 @@ Transformation (edits of the kernel text, nothing else moves):
   ceil-division ``(N + B - 1) / B`` of the same N (the launch's argument for it) by the launch's block
   size B becomes ``min(G, AGG_GRID_THREADS / B)`` (about one full wave of the GPU, so each thread
   streams several elements on large inputs and the block size stays tunable); since the original grid
-  covered every i < N, the loop visits exactly the same indices, whatever the cap.
+  covered every i < N, the loop visits exactly the same indices, whatever the cap (the shape and its
+  argument are shared with ``privatize_histogram``: :mod:`._grid`).
 
 Preconditions (otherwise no edit): exactly one atomic in the kernel, a statement of its own (its value
 unused) of a supported kind (``atomicAdd`` on int / unsigned / unsigned long long / float,
@@ -47,10 +48,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from veriforge.optiml.kernel_reader import FULL_MASK, TokStmt, kernel_launches, kernel_params, parse_block
+from veriforge.optiml.kernel_reader import FULL_MASK, TokStmt, kernel_params, parse_block
+from veriforge.optiml.operators._atomics import ATOMIC, atomic_statement, called_device_bodies, pointer_type
+from veriforge.optiml.operators._grid import StrideLoop, cap_grid_edit, stride_loop, written
 from veriforge.optiml.operators.registry import EditProposal, motivating_findings, operator
-from veriforge.optiml.source_scan import Function, SourceScan, param_parts, scan
-from veriforge.optiml.source_tokens import ASSIGN_OPS, Refuse, Tok, apply_edits, fresh_name, line_indent, tokens
+from veriforge.optiml.source_scan import Function, SourceScan, scan
+from veriforge.optiml.source_tokens import Refuse, Tok, apply_edits, fresh_name, line_indent, tokens
 
 __all__ = ["GRID_CAP", "aggregate_edits"]
 
@@ -67,16 +70,9 @@ _IDENTITY = {
     ("atomicMin", "int"): "2147483647", ("atomicMin", "unsigned int"): "0xffffffffu",
     ("atomicMin", "unsigned long long"): "0xffffffffffffffffull",
 }
-_TYPES = {"float": "float", "int": "int", "signed int": "int", "unsigned": "unsigned int",
-          "unsigned int": "unsigned int", "unsigned long long": "unsigned long long",
-          "unsigned long long int": "unsigned long long"}
 _FORBIDDEN = re.compile(r"\b(return|goto|asm|__shared__|__syncthreads\w*|__syncwarp|__shfl\w*|__ballot\w*|__any\w*|"
                         r"__all\w*|__activemask|__match\w*|__reduce\w*|cooperative_groups|__threadfence\w*|"
                         r"extern|template|while|do)\b")
-_ATOMIC = re.compile(r"\batomic\w*\b")
-_INDEX_FORMS = {"blockIdx.x*blockDim.x+threadIdx.x", "blockDim.x*blockIdx.x+threadIdx.x",
-                "threadIdx.x+blockIdx.x*blockDim.x", "threadIdx.x+blockDim.x*blockIdx.x"}
-
 
 @dataclass
 class _Plan:
@@ -91,47 +87,14 @@ class _Plan:
     indent: str
 
 
-def _called_device_bodies(sc: SourceScan, body: str) -> list[str]:
-    called = set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", body))
-    return [sc.text[f.body_start:f.body_end] for f in sc.functions if f.device and f.name in called]
-
-
-def _pointer_param(sc: SourceScan, fn: Function, name: str) -> str:
-    parts = param_parts(sc.text, fn, at_call=True)
-    if parts is None:
-        raise Refuse("kernel header")
-    for part in parts:
-        m = re.fullmatch(r"\s*(.*?)\*\s*(?:__restrict__\s+)?([A-Za-z_]\w*)\s*", part, re.S)
-        if m and m.group(2) == name:
-            words = m.group(1).split()
-            if "const" in words or "*" in m.group(1):
-                raise Refuse("address is a const or multi-level pointer")
-            ctype = _TYPES.get(" ".join(words))
-            if ctype is None:
-                raise Refuse(f"unsupported atomic type {' '.join(words)!r}")
-            return ctype
-    raise Refuse("atomic address is not a pointer parameter")
-
-
-def _written(toks: list[Tok], name: str) -> bool:
-    for k, t in enumerate(toks):
-        if t.text != name:
-            continue
-        nxt = toks[k + 1].text if k + 1 < len(toks) else ""
-        prev = toks[k - 1].text if k else ""
-        if nxt in ASSIGN_OPS or nxt in ("++", "--") or prev in ("++", "--", "&"):
-            return True
-    return False
-
-
 def _analyse(sc: SourceScan, fn: Function) -> _Plan:
     body = sc.text[fn.body_start:fn.body_end]
     if _FORBIDDEN.search(body):
         raise Refuse("return, barrier, shared memory, warp intrinsic or unsupported statement in the kernel")
-    for dev in _called_device_bodies(sc, body):
-        if _ATOMIC.search(dev) or re.search(r"__syncthreads|__shfl|__shared__|__syncwarp|asm", dev):
+    for dev in called_device_bodies(sc, body):
+        if ATOMIC.search(dev) or re.search(r"__syncthreads|__shfl|__shared__|__syncwarp|asm", dev):
             raise Refuse("a called device function synchronises or does atomics")
-    atomics = list(_ATOMIC.finditer(body))
+    atomics = list(ATOMIC.finditer(body))
     if len(atomics) != 1:
         raise Refuse("not exactly one atomic")
     toks = tokens(sc.text, fn.body_start, fn.body_end)
@@ -140,21 +103,10 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
     op = toks[k].text
     if op not in ("atomicAdd", "atomicMax", "atomicMin"):
         raise Refuse(f"{op} is not supported")
-    # a statement of its own: preceded by ; { } ) (an if/for header or a previous statement) or else
-    prev = toks[k - 1].text if k else "{"
-    if prev not in (";", "{", "}", ")", "else") or (prev == ")" and not _closes_header(toks, k - 1)):
-        raise Refuse("the atomic's value is used")
-    if k + 1 >= len(toks) or toks[k + 1].text != "(":
-        raise Refuse("malformed atomic")
-    close = _close(toks, k + 1)
-    if close + 1 >= len(toks) or toks[close + 1].text != ";":
-        raise Refuse("the atomic's value is used")
-    args = _split_args(toks, k + 2, close)
-    if len(args) != 2:
-        raise Refuse("atomic with other than two arguments")
+    close, args = atomic_statement(toks, k)
     (a0, a1), (v0, v1) = args
     ptr = _address_pointer(sc, fn, toks, a0, a1)
-    ctype = _pointer_param(sc, fn, ptr)
+    ctype = pointer_type(sc, fn, ptr)
     if (op, ctype) not in _IDENTITY:
         raise Refuse(f"{op} on {ctype} is not supported")
     if sum(1 for t in toks if t.text == ptr) != 1:
@@ -166,46 +118,6 @@ def _analyse(sc: SourceScan, fn: Function) -> _Plan:
     first = toks[stmts[0].a].start if stmts else fn.body_end
     return _Plan(fn, toks, stmts, op, ctype, (k, close + 2), addr, value,
                  line_indent(sc.source, first, sc.text) if stmts else "    ")
-
-
-def _closes_header(toks: list[Tok], k: int) -> bool:
-    """``toks[k]`` is a ``)`` closing an ``if``/``for`` header."""
-    depth = 0
-    for j in range(k, -1, -1):
-        if toks[j].text == ")":
-            depth += 1
-        elif toks[j].text == "(":
-            depth -= 1
-            if depth == 0:
-                return j > 0 and toks[j - 1].text in ("if", "for")
-    return False
-
-
-def _close(toks: list[Tok], i: int) -> int:
-    depth = 0
-    for j in range(i, len(toks)):
-        if toks[j].text in "([{" and len(toks[j].text) == 1:
-            depth += 1
-        elif toks[j].text in ")]}" and len(toks[j].text) == 1:
-            depth -= 1
-            if depth == 0:
-                return j
-    raise Refuse("unbalanced brackets")
-
-
-def _split_args(toks: list[Tok], a: int, b: int) -> list[tuple[int, int]]:
-    out, cur, depth = [], a, 0
-    for j in range(a, b):
-        t = toks[j].text
-        if t in ("(", "[", "{"):
-            depth += 1
-        elif t in (")", "]", "}"):
-            depth -= 1
-        elif t == "," and depth == 0:
-            out.append((cur, j))
-            cur = j + 1
-    out.append((cur, b))
-    return out
 
 
 def _address_pointer(sc: SourceScan, fn: Function, toks: list[Tok], a: int, b: int) -> str:
@@ -226,7 +138,7 @@ def _address_pointer(sc: SourceScan, fn: Function, toks: list[Tok], a: int, b: i
             raise Refuse("the atomic's address may depend on the thread or the data")
         if t.kind == "op" and t.text not in ("+", "-", "*", "/", "%", "(", ")", "<<", ">>"):
             raise Refuse("address expression")
-        if t.kind == "id" and _written(toks, t.text):
+        if t.kind == "id" and written(toks, t.text):
             raise Refuse("the address offset is modified in the kernel")
     return name
 
@@ -247,65 +159,10 @@ def _warp_reduce(op: str, agg: str, ctype: str, off: str, tmp: str) -> str:
             f"if ({tmp} {cmp} {agg}) {agg} = {tmp}; }}")
 
 
-def _grid_stride(sc: SourceScan, plan: _Plan) -> tuple[tuple[int, int], str, str, str, list[Any]] | None:
-    """``int i = <global index>; if (i < N ...) ...``: (index decl token range, decl type, var, N, launches)."""
-    toks, stmts = plan.toks, plan.stmts
-    if len(stmts) != 2 or stmts[1].kind != "if" or stmts[1].orelse is not None:
-        return None
-    decl = [t.text for t in toks[stmts[0].a:stmts[0].b]]
-    try:
-        eq = decl.index("=")
-    except ValueError:
-        return None
-    type_words, var = decl[:eq - 1], decl[eq - 1]
-    if not type_words or any(w not in ("int", "unsigned", "long", "size_t", "const") for w in type_words):
-        return None
-    if "".join(decl[eq + 1:-1]) not in _INDEX_FORMS:
-        return None
-    type_text = " ".join(w for w in type_words if w != "const")
-    h0, h1 = stmts[1].header
-    cond = [t.text for t in toks[h0:h1]]
-    if len(cond) < 3 or cond[0] != var or cond[1] != "<":
-        return None
-    depth, end = 0, h1
-    for j in range(h0 + 2, h1):
-        t = toks[j].text
-        if t in ("(", "["):
-            depth += 1
-        elif t in (")", "]"):
-            depth -= 1
-        elif depth == 0 and t == "&&":
-            end = j
-            break
-        elif depth == 0 and t in ("||", "?", ":", ",", "<", ">", "<=", ">=", "==", "!=", "&", "|", "^"):
-            return None
-    bound_toks = toks[h0 + 2:end]
-    params = kernel_params(sc, plan.fn)
-    scalars = {n for n, ptr in params if not ptr}
-    if not bound_toks or any(t.kind == "id" and (t.text not in scalars or _written(toks, t.text)) for t in bound_toks):
-        return None
-    if any(t.kind == "op" and t.text not in ("+", "-", "*", "/", "(", ")") for t in bound_toks):
-        return None
-    if _written(toks[stmts[1].a:], var):
-        return None
-    bound = sc.source[bound_toks[0].start:bound_toks[-1].end]
-    try:
-        launches = kernel_launches(sc, plan.fn, params, bound)
-    except Refuse:
-        return None
-    for launch, rows, block in launches:
-        if not _covers(sc.expr(launch.grid), rows, block):
-            return None
-    return (stmts[0].a, stmts[0].b), type_text, var, bound, launches
-
-
-def _covers(grid: str, rows: str, block: str) -> bool:
-    """``grid`` is the ceil-division of ``rows`` by ``block`` (so the original grid covers every index)."""
-    g, r, b = (re.sub(r"\s+", "", x) for x in (grid, rows, block))
-    forms = {f"({r}+{b}-1)/{b}", f"({r}+({b}-1))/{b}", f"({r}+{b}-1)/({b})"}
-    if b.isdigit():
-        forms.add(f"({r}+{int(b) - 1})/{b}")
-    return g in forms
+def _grid_stride(sc: SourceScan, plan: _Plan) -> StrideLoop | None:
+    """The guard shape ``int i = <global index>; if (i < N ...) ...`` as a grid-stride loop (:mod:`._grid`)."""
+    loop = stride_loop(sc, plan.fn, plan.toks, plan.stmts)
+    return loop if loop is not None and loop.form == "guard" else None
 
 
 def _generate(sc: SourceScan, plan: _Plan, variant: str) -> str:
@@ -324,22 +181,15 @@ def _generate(sc: SourceScan, plan: _Plan, variant: str) -> str:
     if variant == "grid_stride":
         gs = _grid_stride(sc, plan)
         assert gs is not None
-        (d0, d1), itype, var, bound, launches = gs
-        init = source[toks[d0].start:toks[d1 - 1].end]
-        init = init[init.index("=") + 1:].rstrip(";").strip()
         if_stmt = plan.stmts[1]
         i0, i1 = toks[if_stmt.a].start, toks[if_stmt.b - 1].end
         inner = source[i0:s0] + combine + source[s1:i1]
         inner = inner.replace("\n", "\n    ")
-        loop = (f"for ({itype} {var} = {init}; {var} < {bound}; {var} += blockDim.x * gridDim.x) {{\n"
-                f"{ind}    {inner}\n{ind}}}")
-        edits.append((toks[d0].start, i1, loop))
+        edits.append((toks[gs.first].start, i1, f"{gs.header()} {{\n{ind}    {inner}\n{ind}}}"))
         cap = fresh_name(names, "AGG_GRID_THREADS", taken)
-        for launch, _, block_expr in launches:
-            g = sc.source[launch.grid[0]:launch.grid[1]].strip()
-            g0 = launch.grid[0] + sc.source[launch.grid[0]:launch.grid[1]].index(g)
+        for launch, _, block_expr in gs.launches:
             b = block_expr if re.fullmatch(r"\w+", block_expr) else f"({block_expr})"
-            edits.append((g0, g0 + len(g), f"(({g}) < {cap} / {b} ? ({g}) : {cap} / {b})"))
+            edits.append(cap_grid_edit(sc, launch, f"{cap} / {b}"))
         line_start = source.rfind("\n", 0, plan.fn.header_start) + 1
         edits.append((line_start, line_start, f"#define {cap} {GRID_CAP}\n"))
     else:

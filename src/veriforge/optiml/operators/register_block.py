@@ -175,7 +175,7 @@ def _render(sc: SourceScan, fn: Function, launch: Any, arg_text: dict[str, str],
                 *(f"{i1}{text}" for text in plan.post_text()), "}"]
     lines += each_element(epilogue, i1)
     grid = ", ".join(f"({poly_text(plan.ext[a], arg_text)} + {extent[a]} - 1) / {extent[a]}" for a in "xy")
-    defines = "".join(f"#define {n.d[k]} {v}\n" for k, v in DEFAULTS.items())
+    defines = {n.d[k]: v for k, v in DEFAULTS.items()}
     desc = (f"register-block {fn.name}'s inner product over {k_bound}: {DEFAULTS['TM']}x{DEFAULTS['TN']} outputs "
             f"per thread, {DEFAULTS['THREADS_X']}x{DEFAULTS['THREADS_Y']} threads, K slices of {DEFAULTS['BK']} "
             f"in shared memory ({plan.first.name}: {plan.first.layout}, {plan.second.name}: {plan.second.layout})")

@@ -138,7 +138,7 @@ def _render(sc: SourceScan, fn: Function, launch: Any, arg_text: dict[str, str],
             f"({plan.first.name}: {plan.first.layout}, {plan.second.name}: {plan.second.layout}), "
             f"{tile}x{tile} blocks")
     return proposal(sc, plan, launch, operator=OPERATOR, body=new_body, grid=f"dim3({gx}, {gy})",
-                    block=f"dim3({tile}, {tile})", defines=f"#define {tile} {DEFAULT_TILE}\n", findings=findings,
+                    block=f"dim3({tile}, {tile})", defines={tile: DEFAULT_TILE}, findings=findings,
                     motives=_MOTIVES, description=desc, evidence={"tile": tile})
 
 
