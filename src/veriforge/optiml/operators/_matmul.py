@@ -41,6 +41,7 @@ from typing import Any
 
 from veriforge.optiml.kernel_reader import Analyzer, Node, Poly, Stmt, gcoord, is_int_type, walk_nodes, walk_stmts
 from veriforge.optiml.operators._coords import (
+    _local_poly,
     block_items,
     flatten,
     launch_arguments,
@@ -312,12 +313,10 @@ def read_matmul(sc: SourceScan, fn: Function) -> MatmulPlan:
     while i < len(body):
         s = body[i]
         if s.kind == "decl" and is_int_type(s.type):
-            for name, init in s.names:
-                if init is None or an._mutated.get(name) or an._decls.get(name, 0) != 1:
-                    raise Refuse("mutable prologue local")
-                p = an.poly(init, env)
-                if p is None:
-                    raise Refuse("prologue local not affine")
+            inits = dict(s.names)
+            for name, p in _local_poly(an, s, env):  # immutable, affine (Refuse otherwise)
+                init = inits[name]
+                assert init is not None
                 axis = "x" if p == gcoord("x") else "y" if p == gcoord("y") else None
                 if axis is not None:
                     if axis in coords.values():
