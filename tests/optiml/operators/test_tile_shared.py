@@ -106,6 +106,41 @@ def test_findings_raise_the_prior() -> None:
     assert plain >= 2.0 and motivated.prior > plain and motivated.evidence["findings"]
 
 
+def test_linear_layer_is_tiled(matmul_kernels) -> None:
+    new = _only_edit(matmul_kernels.linear)
+    assert "acc = fmaf(x_tile[" in new  # the fused update is kept as written
+    assert "? (b[o]) : 0.0f" in new  # the bias is read only where the original reads it
+    matmul_kernels.check_linear(new)
+
+
+def test_double_gemm_with_alpha_beta_epilogue(matmul_kernels) -> None:
+    matmul_kernels.check_gemm_f64(_with_tile(_only_edit(matmul_kernels.gemm_f64), 8))
+
+
+@pytest.mark.parametrize("old, new", [
+    # the accumulation forms users write
+    ("acc += A[row * K + k] * B[k * N + col];", "acc = acc + A[row * K + k] * B[k * N + col];"),
+    ("acc += A[row * K + k] * B[k * N + col];", "acc = A[row * K + k] * B[k * N + col] + acc;"),
+    ("acc += A[row * K + k] * B[k * N + col];", "acc += B[k * N + col] * A[row * K + k];"),
+    ("acc += A[row * K + k] * B[k * N + col];", "acc = __fmaf_rn(A[row * K + k], B[k * N + col], acc);"),
+    # guards: extent on the left, a provable non-strict form, a negated form
+    ("if (row < M && col < N)", "if (M > row && N > col)"),
+    ("if (row < M && col < N)", "if (row <= M - 1 && !(col >= N))"),
+    # epilogues with activations and other read-only pointers
+    ("C[row * N + col] = acc;", "C[row * N + col] = tanhf(acc);"),
+    ("C[row * N + col] = acc;", "float v = acc + B[col]; C[row * N + col] = fmaxf(v, 0.0f);"),
+    # a double accumulator over float operands
+    ("float acc = 0.0f;", "double acc = 0.0;"),
+    # the user's own unroll pragma on the loop
+    ("        for (int k = 0; k < K; ++k) {", "#pragma unroll 4\n        for (int k = 0; k < K; ++k) {"),
+])
+def test_accepts_what_users_write(old: str, new: str) -> None:
+    assert old in MATMUL_NN
+    edit = _only_edit(MATMUL_NN.replace(old, new))
+    body = edit.split("extern")[0]
+    assert "__syncthreads()" in body and "return" not in body
+
+
 @pytest.mark.parametrize("old, new", [
     # an operand indexed by both coordinates
     ("B[k * N + col]", "B[k * N + col + row]"),
@@ -122,8 +157,16 @@ def test_findings_raise_the_prior() -> None:
     ("acc += A[row * K + k] * B[k * N + col];", "{ if (acc > 9.0f) return; acc += A[row * K + k] * B[k * N + col]; }"),
     # existing shared memory
     ("float acc = 0.0f;", "__shared__ float s[4]; float acc = 0.0f;"),
-    # double precision
+    # operands of different types
     ("const float* A", "const double* A"),
+    # an accumulation that is not the product added to acc
+    ("acc += A[row * K + k] * B[k * N + col];", "acc = fmaf(A[row * K + k], B[k * N + col], 0.0f);"),
+    ("acc += A[row * K + k] * B[k * N + col];", "acc = acc * A[row * K + k] + B[k * N + col];"),
+    # a guard bound from below, or twice on one axis
+    ("if (row < M && col < N)", "if (row > M && col < N)"),
+    ("if (row < M && col < N)", "if (row < M && col < N && row < K)"),
+    # a guard extent that is not an expression of parameters
+    ("if (row < M && col < N)", "if (row < M && col < (int)A[0])"),
     # the operand is written in the kernel
     ("C[row * N + col] = acc;", "C[row * N + col] = acc; ((float*)A)[0] = 0.0f;"),
 ])
@@ -146,10 +189,10 @@ def test_early_return_before_other_work_is_refused() -> None:
 
 
 @pytest.mark.nvcc
-def test_edits_compile_with_nvcc() -> None:
+def test_edits_compile_with_nvcc(matmul_kernels) -> None:
     from veriforge.cuda.toolchain.compiler import compile as nvcc_compile
 
-    for source in (MATMUL_NN, MATMUL_NT):
+    for source in (MATMUL_NN, MATMUL_NT, matmul_kernels.linear, matmul_kernels.gemm_f64):
         nvcc_compile(_only_edit(source), arch="sm_90")
 
 

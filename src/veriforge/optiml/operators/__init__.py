@@ -39,7 +39,10 @@ pattern it fully understands:
 * **fuse** (:mod:`.fuse`) — consecutive element-wise launches over the same index space become one
   kernel, intermediates kept in registers.
 * **tile_shared** (:mod:`.tile_shared`) — an inner-product loop over k (naive matmul, NN or NT
-  layout) becomes TILE x TILE shared-memory tiling with coalesced tile loads.
+  layout, fmaf or mul + add, float or double, any guard and epilogue) becomes TILE x TILE
+  shared-memory tiling with coalesced tile loads.
+* **register_block** (:mod:`.register_block`) — the same kernels become register blocking: each
+  thread computes a TM x TN micro-tile from K slices staged in shared memory.
 * **transpose_tile** (:mod:`.transpose_tile`) — a naive 2-D transpose (strided store or strided load,
   element-wise expression, optional ``blockIdx.z`` batch) becomes the padded shared-memory tiled
   transpose with both global accesses coalesced.
@@ -48,8 +51,9 @@ pattern it fully understands:
 
 Modules whose name starts with ``_`` hold helpers shared by a family of operators (``_layout``; ``_grid``:
 grid-stride shapes and the grid cap; ``_atomics``: reading an atomic statement; ``_elementwise``: the
-element-wise launch rewrite; ``_coords``: the coordinate prologue and guard of ``tile_shared``,
-``transpose_tile`` and ``column_reduce``);
+element-wise launch rewrite; ``_coords``: the coordinate prologue and guard of ``transpose_tile`` and
+``column_reduce``, and the launch helpers of the matmul operators; ``_matmul``: the naive-matmul
+recogniser of ``tile_shared`` and ``register_block``);
 the kernel readers every operator may use are :mod:`veriforge.optiml.kernel_reader`,
 :mod:`veriforge.optiml.source_scan` and :mod:`veriforge.optiml.source_tokens`.
 
