@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -303,3 +304,40 @@ def test_sizes_that_cannot_be_shrunk_under_the_budget_are_one_clear_error(tmp_pa
     assert "on the CPU runtime at the given sizes" in res.output and "--emulation-budget" in res.output
     assert "Traceback" not in res.output
     assert not _user_tasks()  # nothing half-built is left in the cache
+
+
+COLSUM_TORCH = """\
+import torch
+
+def col_sum(A, out, rows, cols):
+    assert isinstance(A, torch.Tensor) and isinstance(rows, int)
+    out.copy_(A.view(rows, cols).double().sum(dim=0).float())   # in place: the buffer is the output
+"""
+
+
+def test_pytorch_function_is_the_reference(tmp_path) -> None:
+    """A module that imports torch gets tensors (sharing the buffers) and Python scalars; an in-place
+    write or a returned tensor is the output. A wrong PyTorch reference rejects the start."""
+    pytest.importorskip("torch")
+    from veriforge.cuda.tasks.generate import make_case
+    from veriforge.cuda.tasks.reference import run_c_reference
+
+    kernel = tmp_path / "col_sum.cu"
+    kernel.write_text(COL_SUM)
+    ref = tmp_path / "ref_torch.py"
+    ref.write_text(COLSUM_TORCH)
+    built = build_user_task(kernel, "col_sum", "(cols + 127) / 128", "128", {"rows": "40", "cols": "300"},
+                            {"A": "rows*cols", "out": "cols"}, reference=f"{ref}:col_sum", root=tmp_path / "t")
+    spec = built.spec
+    case = make_case(spec, "given", 0)
+    got = run_c_reference(spec, case)["out"]
+    a = np.asarray(case.args[0], dtype=np.float64).reshape(40, 300)
+    np.testing.assert_allclose(got, a.sum(axis=0), rtol=1e-6)
+    assert evaluate(spec, built.start, backend="cpu", trials=2, estimate=False).correct
+    # returning a tensor works too; a wrong one makes the original kernel fail verification
+    ref.write_text(COLSUM_TORCH.replace("out.copy_(", "return 2 * ("))
+    wrong = build_user_task(kernel, "col_sum", "(cols + 127) / 128", "128", {"rows": "40", "cols": "300"},
+                            {"A": "rows*cols", "out": "cols"}, reference=f"{ref}:col_sum", root=tmp_path / "t")
+    np.testing.assert_allclose(run_c_reference(wrong.spec, make_case(wrong.spec, "given", 0))["out"],
+                               2 * a.sum(axis=0), rtol=1e-6)
+    assert not evaluate(wrong.spec, wrong.start, backend="cpu", trials=2, estimate=False).correct

@@ -126,7 +126,8 @@ def optimize_cmd(
                                                    "(default uniform(-1, 1) for floats, randint(0, 16) "
                                                    "for integers).")] = None,
     reference: Annotated[str | None, typer.Option("--reference", help="With --kernel: FILE.py:FUNCTION, a "
-                                                  "NumPy reference instead of the original kernel.")] = None,
+                                                  "NumPy or PyTorch (the module imports torch) reference "
+                                                  "instead of the original kernel.")] = None,
     host: Annotated[str | None, typer.Option("--host", help="With a kernel file: a host program that launches "
                                              "the kernel; grid, block, sizes and scalar values are inferred "
                                              "from its launch where possible (options override).")] = None,

@@ -19,8 +19,8 @@ needs no task folder. :func:`build_user_task` writes one (content-addressed, und
   kernel file and is part of the candidate, so the launch is tunable too.
 * The reference is the ORIGINAL kernel (``reference.cu``: the kernel file plus the same wrapper), run
   through the CPU runtime (or the GPU back-end: ``reference.backend``) by
-  :mod:`veriforge.cuda.tasks.reference`; or ``--reference mod.py:fn``, a NumPy function
-  (``reference_numpy.py``).
+  :mod:`veriforge.cuda.tasks.reference`; or ``--reference mod.py:fn``, a NumPy function, or a
+  PyTorch one when the module imports torch (``reference_numpy.py``).
 * Configurations: the given sizes (``given``) plus derived ones that break alignment (``half``:
   every integer scalar of at least 4 halved and made odd; ``small``: every integer scalar capped at
   19, below most block sizes, with a tail). The original decides the domain: a derived size where the

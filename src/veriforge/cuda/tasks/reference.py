@@ -25,6 +25,7 @@ import hashlib
 import io
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -185,9 +186,13 @@ def run_cuda_program(spec: TaskSpec, source: str, case: Case, *, backend: str = 
     return {p.name: np.asarray(outs[p.name]) for p in spec.params if p.is_output}
 
 
+_TORCH_IMPORT = re.compile(r"^\s*(?:import\s+torch\b|from\s+torch\b)", re.M)
+
+
 def run_numpy_reference(spec: TaskSpec, case: Case) -> dict[str, np.ndarray]:
     """Call ``reference_numpy.py``'s ``__veriforge_reference__`` with copies of the arrays and the
-    scalars (numpy values, signature order). It returns the outputs (one array, a tuple in the order of
+    scalars (numpy values, signature order; a module that imports ``torch`` gets CPU tensors sharing the
+    copies' memory and Python scalars). It returns the outputs (one array, a tuple in the order of
     the out/inout params, or a dict by name) or ``None`` after mutating the in/out arrays."""
     assert spec.folder is not None
     module = types.ModuleType("vf_numpy_reference")
@@ -196,17 +201,28 @@ def run_numpy_reference(spec: TaskSpec, case: Case) -> dict[str, np.ndarray]:
     fn = module.__dict__.get("__veriforge_reference__")
     if not callable(fn):
         raise ReferenceError(f"task {spec.id}: reference_numpy.py names no function")
+    # A PyTorch function (its module imports torch) gets CPU tensors that share memory with the copies,
+    # so in-place writes land in them as with NumPy arrays; tensors it returns are read back.
+    torch = None
+    if _TORCH_IMPORT.search(source):
+        import torch
     args: list[Any] = []
     copies: dict[str, np.ndarray] = {}
     for p, value in zip(spec.params, case.args, strict=True):
         if p.role == "scalar":
-            args.append(np.dtype(p.dtype).type(value))
+            args.append(np.dtype(p.dtype).type(value).item() if torch is not None else np.dtype(p.dtype).type(value))
         else:
             arr = np.array(value, copy=True)
             copies[p.name] = arr
-            args.append(arr)
+            args.append(torch.from_numpy(arr) if torch is not None else arr)
     outputs = [p for p in spec.params if p.is_output]
     got = fn(*args)
+    if torch is not None:
+        def as_numpy(v: Any) -> Any:
+            return v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v
+
+        got = ({k: as_numpy(v) for k, v in got.items()} if isinstance(got, dict)
+               else type(got)(as_numpy(v) for v in got) if isinstance(got, tuple | list) else as_numpy(got))
     if got is None:
         return {p.name: copies[p.name] for p in outputs}
     if isinstance(got, dict):
