@@ -265,20 +265,20 @@ __global__ void pairsum(const float* x, float* y, int n) {
 
 
 def test_given_sizes_too_slow_to_emulate_are_timed_and_verified_shrunk(tmp_path) -> None:
-    """O(n^2) work at n = 16384 takes seconds per run on the CPU runtime (2.7e8 multiply-adds): the
+    """O(n^2) work at n = 65536 takes seconds per run on the CPU runtime (4.3e9 multiply-adds and modulos; n = 16384 can take under 0.5 s on a quiet machine): the
     given size becomes a [[timing]] config (estimated) and correctness is checked at halved sizes
     where one run fits the budget; a candidate is then verified there and timed at the given size."""
     kernel = tmp_path / "pairsum.cu"
     kernel.write_text(PAIR_SUM)
-    built = build_user_task(kernel, "pairsum", "(n + 255) / 256", "256", {"n": "16384"}, {"x": "n", "y": "n"},
+    built = build_user_task(kernel, "pairsum", "(n + 255) / 256", "256", {"n": "65536"}, {"x": "n", "y": "n"},
                             root=tmp_path / "tasks", emulation_budget_s=0.5)
     emu = built.emulation
     assert emu is not None and emu["budget_s"] == 0.5
     assert emu["given_seconds"] is None or emu["given_seconds"] > 0.5
     shrunk = emu["shrunk"]["n"]
-    assert 32 <= shrunk < 16384 and 16384 % shrunk == 0  # halvings of the given size
+    assert 32 <= shrunk < 65536 and 65536 % shrunk == 0  # halvings of the given size
     spec = built.spec
-    assert [(c.name, c.variables) for c in spec.timing] == [("given", {"n": 16384})]
+    assert [(c.name, c.variables) for c in spec.timing] == [("given", {"n": 65536})]
     assert spec.configs[0].name == "shrunk" and spec.configs[0].variables == {"n": shrunk}
     assert all(c.variables["n"] < shrunk for c in spec.configs[1:])  # derived from the shrunk size
     res = evaluate(spec, built.start, backend="cpu", trials=2)
@@ -286,7 +286,7 @@ def test_given_sizes_too_slow_to_emulate_are_timed_and_verified_shrunk(tmp_path)
     assert {r.config for r in res.verdict.results} == {c.name for c in spec.configs}  # given is not run
     assert "given" in res.details["estimate"]["timing"]
     # the same build again is the cached task: nothing is probed twice
-    again = build_user_task(kernel, "pairsum", "(n + 255) / 256", "256", {"n": "16384"}, {"x": "n", "y": "n"},
+    again = build_user_task(kernel, "pairsum", "(n + 255) / 256", "256", {"n": "65536"}, {"x": "n", "y": "n"},
                             root=tmp_path / "tasks", emulation_budget_s=0.5)
     assert again.emulation == emu and again.spec.folder == spec.folder
 
