@@ -300,3 +300,39 @@ async def test_api_key_is_sent(tmp_path):
         assert info.value.status == 401 and info.value.kind == "auth"
         await good.aclose()
         await bad.aclose()
+
+
+async def test_a_reply_that_is_not_json_is_one_clear_error_after_retries(server):
+    """A body that is not JSON (a proxy's error page, a cut-off reply) may be transient: retried, then
+    one error naming the endpoint — not a JSONDecodeError traceback."""
+    client = make_client(server)
+    server.malformed_next(10, raw=b"<html>502 Bad Gateway</html>")
+    with pytest.raises(LLMRequestError) as info:
+        await client.chat("hi")
+    msg = str(info.value)
+    assert server.base_url in msg and "the reply is not JSON" in msg and "\n" not in msg
+    assert info.value.kind == "protocol" and info.value.retryable
+    assert len(server.chat_requests) == 1 + FAST.max_retries
+    server.reset()
+    server.malformed_next(1, raw=b"{cut off")
+    assert (await client.chat("hi")).completions  # one bad reply, then a good one: retried through
+    await client.aclose()
+
+
+@pytest.mark.parametrize("raw, detail", [
+    ({"id": "x", "object": "chat.completion"}, "'choices' is NoneType"),
+    ({"choices": "nope"}, "'choices' is str"),
+    ({"choices": [{"index": 0}]}, "no attribute 'content'"),
+    ({"choices": [{"index": 0, "message": {"role": "assistant", "content": 7}}]}, "content is int"),
+    ([1, 2], "no attribute 'choices'"),
+])
+async def test_json_of_the_wrong_shape_is_one_clear_error_not_retried(server, raw, detail):
+    client = make_client(server)
+    server.malformed_next(5, raw=raw)
+    with pytest.raises(LLMRequestError) as info:
+        await client.chat("hi")
+    msg = str(info.value)
+    assert server.base_url in msg and "the reply is not a chat completion" in msg and detail in msg, msg
+    assert "\n" not in msg and info.value.kind == "protocol" and not info.value.retryable
+    assert len(server.chat_requests) == 1  # a server bug: asking again gives the same answer
+    await client.aclose()

@@ -265,9 +265,10 @@ __global__ void pairsum(const float* x, float* y, int n) {
 
 
 def test_given_sizes_too_slow_to_emulate_are_timed_and_verified_shrunk(tmp_path) -> None:
-    """O(n^2) work at n = 65536 takes seconds per run on the CPU runtime (4.3e9 multiply-adds and modulos; n = 16384 can take under 0.5 s on a quiet machine): the
-    given size becomes a [[timing]] config (estimated) and correctness is checked at halved sizes
-    where one run fits the budget; a candidate is then verified there and timed at the given size."""
+    """O(n^2) work at n = 65536 takes seconds per run on the CPU runtime (4.3e9 multiply-adds and
+    modulos; n = 16384 can take under 0.5 s on a quiet machine): the given size becomes a [[timing]]
+    config (estimated) and correctness is checked at halved sizes where one run fits the budget; a
+    candidate is then verified there and timed at the given size."""
     kernel = tmp_path / "pairsum.cu"
     kernel.write_text(PAIR_SUM)
     built = build_user_task(kernel, "pairsum", "(n + 255) / 256", "256", {"n": "65536"}, {"x": "n", "y": "n"},

@@ -49,6 +49,7 @@ class _Fault:
     seconds: float = 0.0
     retry_after: float | None = None
     body: dict[str, Any] | None = None
+    raw: bytes | None = None  # sent as the body of an HTTP 200 (a malformed reply)
 
 
 class FakeOpenAIServer:
@@ -135,6 +136,13 @@ class FakeOpenAIServer:
         """The next ``k`` chat requests get HTTP ``status`` (with an optional Retry-After header)."""
         with self._lock:
             self._faults.extend(_Fault(status, retry_after=retry_after, body=body) for _ in range(k))
+
+    def malformed_next(self, k: int = 1, *, raw: bytes | dict[str, Any] = b"{not json") -> None:
+        """The next ``k`` chat requests get HTTP 200 with ``raw`` as the body: bytes that are not JSON,
+        or valid JSON of the wrong shape (a dict without ``choices``, ...)."""
+        data = raw if isinstance(raw, bytes) else json.dumps(raw).encode()
+        with self._lock:
+            self._faults.extend(_Fault(200, raw=data) for _ in range(k))
 
     def hang_next(self, k: int = 1, *, seconds: float = 30.0) -> None:
         """The next ``k`` chat requests stall for ``seconds`` and then fail with 504."""
@@ -231,7 +239,9 @@ class _Handler(BaseHTTPRequestHandler):
         """Silence the per-request stderr log (tests stay readable)."""
 
     def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+        self._send_raw(status, json.dumps(payload).encode(), headers)
+
+    def _send_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -299,6 +309,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fake.delay_s:
             fake._stopping.wait(fake.delay_s)
+        if fault is not None and fault.raw is not None:
+            self._send_raw(200, fault.raw)
+            return
         if fault is not None:
             headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
             payload = fault.body or {"error": {"message": f"injected HTTP {fault.status}", "type": "fake"}}

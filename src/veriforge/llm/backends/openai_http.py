@@ -97,16 +97,33 @@ class OpenAICompatibleBackend:
             ) from exc
         except openai.APIError as exc:  # malformed reply and the like: a server bug, not transient
             raise LLMRequestError(f"{self.identity}: {exc}", kind="protocol") from exc
+        except ValueError as exc:  # a body that is not JSON (a proxy's error page, a cut-off reply): retry
+            raise LLMRequestError(f"{self.identity}: the reply is not JSON ({exc})", retryable=True,
+                                  kind="protocol") from exc
+        try:
+            return self._response(request, resp)
+        except (TypeError, AttributeError, KeyError, ValueError) as exc:  # JSON, but not a chat completion
+            raise LLMRequestError(f"{self.identity}: the reply is not a chat completion "
+                                  f"({type(exc).__name__}: {exc}; body starts {str(resp)[:120]!r})",
+                                  kind="protocol") from exc
+
+    def _response(self, request: ChatRequest, resp: Any) -> ChatResponse:
+        """The reply as a :class:`ChatResponse`; raises TypeError/AttributeError on the wrong shape."""
+        choices = resp.choices
+        if not isinstance(choices, list) or not choices:
+            raise TypeError(f"'choices' is {type(choices).__name__}, not a non-empty list")
         indices = request.indices()
-        completions = [
-            Completion(
+        completions = []
+        for j, choice in enumerate(sorted(choices, key=lambda c: c.index or 0)):
+            text = choice.message.content
+            if text is not None and not isinstance(text, str):
+                raise TypeError(f"choices[{j}].message.content is {type(text).__name__}, not a string")
+            completions.append(Completion(
                 index=indices[j] if j < len(indices) else j,
-                text=choice.message.content or "",
+                text=text or "",
                 finish_reason=choice.finish_reason,
                 logprobs=_logprobs(choice.logprobs) if request.logprobs else None,
-            )
-            for j, choice in enumerate(sorted(resp.choices, key=lambda c: c.index))
-        ]
+            ))
         usage = Usage(
             prompt_tokens=getattr(resp.usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(resp.usage, "completion_tokens", 0) or 0,
