@@ -336,3 +336,34 @@ async def test_json_of_the_wrong_shape_is_one_clear_error_not_retried(server, ra
     assert "\n" not in msg and info.value.kind == "protocol" and not info.value.retryable
     assert len(server.chat_requests) == 1  # a server bug: asking again gives the same answer
     await client.aclose()
+
+
+async def test_a_hung_server_is_reported_after_one_retry_with_progress(server, caplog):
+    """Every try at a hung server costs a whole timeout of silence: by default a timeout is retried
+    once (other retryable errors up to max_retries), and each retry is logged with the endpoint."""
+    import logging
+
+    policy = RetryPolicy(base_delay_s=0.01, max_delay_s=0.02)  # the default budgets, fast delays
+    assert policy.max_retries == 5 and policy.max_timeout_retries == 1
+    client = make_client(server, timeout_s=0.3, retry=policy)
+    server.hang_next(4, seconds=2.0)
+    with caplog.at_level(logging.WARNING, logger="veriforge.llm"), pytest.raises(LLMRequestError) as info:
+        await client.chat("hi")
+    assert info.value.kind == "timeout" and server.base_url in str(info.value)
+    assert len(server.chat_requests) == 2  # one try, one retry
+    [line] = [r.getMessage() for r in caplog.records if r.name == "veriforge.llm"]
+    assert "no answer within 0.3 s" in line and "(attempt 1); retrying in" in line and server.base_url in line
+    # server errors still get the whole budget
+    server.reset()
+    server.fail_next(4, status=503)
+    assert (await client.chat("hi")).completions and len(server.chat_requests) == 5
+    await client.aclose()
+
+
+async def test_connecting_has_its_own_short_timeout(server):
+    from veriforge.llm.backends.openai_http import CONNECT_TIMEOUT_S
+
+    backend = OpenAICompatibleBackend("fake-model", server.base_url, timeout_s=120.0)
+    timeout = backend._client().timeout
+    assert timeout.connect == CONNECT_TIMEOUT_S == 5.0 and timeout.read == 120.0
+    await backend.aclose()

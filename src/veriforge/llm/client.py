@@ -17,6 +17,7 @@ the client asks for the remaining ones one by one, so callers always get ``n`` s
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,8 @@ from veriforge.llm.limits import shared_limiter
 from veriforge.llm.retry import RetryPolicy
 from veriforge.llm.trace import TraceWriter
 from veriforge.llm.types import ChatRequest, ChatResponse, Completion, Message, Usage
+
+_log = logging.getLogger("veriforge.llm")
 
 
 class LLMClient:
@@ -190,16 +193,19 @@ class LLMClient:
     async def _call(self, req: ChatRequest, attempts: list[int]) -> ChatResponse:
         """One back-end request under the shared limit, retried while the error is retryable."""
         limiter = shared_limiter(self.identity, self.max_concurrency)
-        attempt = 0
+        attempt = timeouts = 0
         while True:
             attempts[0] += 1
             try:
                 async with limiter:
                     return await self.backend.chat(req)
             except LLMRequestError as exc:
-                if not exc.retryable or attempt >= self.retry.max_retries:
+                timeouts += exc.kind == "timeout"
+                if not exc.retryable or not self.retry.allows(attempt, exc.kind, timeouts):
                     raise
                 delay = self.retry.delay(attempt, exc.retry_after)
+                # progress a user sees: which endpoint failed how, and that it is being retried
+                _log.warning("%s (attempt %d); retrying in %.1f s", exc, attempt + 1, delay)
             attempt += 1
             await asyncio.sleep(delay)
 

@@ -19,6 +19,8 @@ from veriforge.llm.types import ChatRequest, ChatResponse, Completion, TokenLogp
 #: Sent when a local server needs no key (the openai client refuses an empty one).
 DUMMY_API_KEY = "sk-no-key-required"
 
+CONNECT_TIMEOUT_S = 5.0
+
 
 class OpenAICompatibleBackend:
     """Chat completions over HTTP from ``base_url`` (which ends in ``/v1``)."""
@@ -48,10 +50,13 @@ class OpenAICompatibleBackend:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
+            import httpx
             from openai import AsyncOpenAI
 
-            client = AsyncOpenAI(api_key=self.api_key, base_url=self.base_url, max_retries=0,
-                                 timeout=self.timeout_s)
+            # Connecting takes milliseconds when a server is up: a host that does not accept the
+            # connection is reported in seconds, while a long generation keeps the whole timeout.
+            timeout = httpx.Timeout(self.timeout_s, connect=min(CONNECT_TIMEOUT_S, self.timeout_s))
+            client = AsyncOpenAI(api_key=self.api_key, base_url=self.base_url, max_retries=0, timeout=timeout)
             self._clients[loop] = client
         return client
 
@@ -81,6 +86,12 @@ class OpenAICompatibleBackend:
         try:
             resp = await self._client().chat.completions.create(**self._params(request))
         except openai.APITimeoutError as exc:
+            import httpx
+
+            if isinstance(exc.__cause__, httpx.ConnectTimeout):
+                raise LLMRequestError(f"{self.identity}: cannot connect within "
+                                      f"{min(CONNECT_TIMEOUT_S, self.timeout_s):g} s", retryable=True,
+                                      kind="connection") from exc
             raise LLMRequestError(f"{self.identity}: no answer within {self.timeout_s:g} s",
                                   retryable=True, kind="timeout") from exc
         except openai.APIConnectionError as exc:
