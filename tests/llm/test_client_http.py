@@ -367,3 +367,20 @@ async def test_connecting_has_its_own_short_timeout(server):
     timeout = backend._client().timeout
     assert timeout.connect == CONNECT_TIMEOUT_S == 5.0 and timeout.read == 120.0
     await backend.aclose()
+
+
+async def test_a_slow_answer_is_noted_while_waiting(caplog):
+    """Before its timeout, a request that has not answered is logged every waiting_note_s seconds."""
+    import logging
+
+    with FakeOpenAIServer(delay_s=0.75) as slow, caplog.at_level(logging.WARNING, logger="veriforge.llm"):
+        client = make_client(slow, waiting_note_s=0.2)
+        assert (await client.chat("hi")).completions
+        notes = [r.getMessage() for r in caplog.records if "no answer yet" in r.getMessage()]
+        assert len(notes) >= 2 and slow.base_url in notes[0] and "after 0.2 s" in notes[0]
+        caplog.clear()
+        quiet = make_client(slow, waiting_note_s=None)
+        assert (await quiet.chat("other")).completions
+        assert not [r for r in caplog.records if "no answer yet" in r.getMessage()]
+        await client.aclose()
+        await quiet.aclose()

@@ -41,6 +41,7 @@ from veriforge.llm.trace import TraceWriter
 from veriforge.llm.types import ChatRequest, ChatResponse, Completion, Message, Usage
 
 _log = logging.getLogger("veriforge.llm")
+WAITING_NOTE_S = 30.0
 
 
 class LLMClient:
@@ -61,8 +62,12 @@ class LLMClient:
         retry: RetryPolicy | None = None,
         prices: Mapping[str, Any] | PriceTable | None = None,
         trace_path: str | Path | None = None,
+        waiting_note_s: float | None = WAITING_NOTE_S,
     ) -> None:
         self.backend = backend
+        #: a request without an answer after this many seconds is logged (then at every multiple),
+        #: so a hung server shows up long before its timeout; None: never
+        self.waiting_note_s = waiting_note_s
         self.identity = backend_identity(backend)
         self.model = model or str(getattr(backend, "name", None) or self.identity)
         self.use_cache = use_cache and backend_cacheable(backend)
@@ -198,7 +203,7 @@ class LLMClient:
             attempts[0] += 1
             try:
                 async with limiter:
-                    return await self.backend.chat(req)
+                    return await self._chat_noting_waits(req)
             except LLMRequestError as exc:
                 timeouts += exc.kind == "timeout"
                 if not exc.retryable or not self.retry.allows(attempt, exc.kind, timeouts):
@@ -208,6 +213,23 @@ class LLMClient:
                 _log.warning("%s (attempt %d); retrying in %.1f s", exc, attempt + 1, delay)
             attempt += 1
             await asyncio.sleep(delay)
+
+    async def _chat_noting_waits(self, req: ChatRequest) -> ChatResponse:
+        """``backend.chat(req)``, logging every ``waiting_note_s`` seconds it has not answered."""
+        if not self.waiting_note_s:
+            return await self.backend.chat(req)
+        task = asyncio.ensure_future(self.backend.chat(req))
+        waited = 0.0
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=self.waiting_note_s)
+                if done:
+                    return task.result()
+                waited += self.waiting_note_s
+                _log.warning("%s: no answer yet after %g s (still waiting)", self.identity, round(waited, 1))
+        finally:
+            if not task.done():
+                task.cancel()
 
     def _trace(
         self,
