@@ -286,6 +286,18 @@ def test_given_sizes_too_slow_to_emulate_are_timed_and_verified_shrunk(tmp_path)
     assert res.correct, res.verdict.reason
     assert {r.config for r in res.verdict.results} == {c.name for c in spec.configs}  # given is not run
     assert "given" in res.details["estimate"]["timing"]
+    assert res.details["estimate"]["configs"]["given"]["status"] != "unknown"
+    assert float(spec.metrics["bytes"]) > 0  # the original's traffic at the given size
+    # hostile: right at every verified (smaller) size, does a quarter of the work at the given size
+    # only. The estimate there is not trusted (it moves less than half of the original's bytes).
+    part = f"(n > {shrunk} ? n / 4 : n)"
+    skip = built.start.source.replace("if (i < n) {", f"if (i < {part}) {{", 1).replace(
+        "k < n;", f"k < {part};", 1)
+    assert skip.count(part) == 2
+    cheat = evaluate(spec, skip, backend="cpu", trials=2)
+    assert cheat.correct  # nothing wrong where it was checked...
+    given = cheat.details["estimate"]["configs"]["given"]
+    assert given["status"] == "unknown" and "metrics.bytes" in " ".join(given["unknown"])  # ...but no speed
     # the same build again is the cached task: nothing is probed twice
     again = build_user_task(kernel, "pairsum", "(n + 255) / 256", "256", {"n": "65536"}, {"x": "n", "y": "n"},
                             root=tmp_path / "tasks", emulation_budget_s=0.5)

@@ -409,6 +409,7 @@ def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | Non
               f"description = {_toml_value(f'Built by veriforge optimize from {path.name}: launch grid({grid}) block({block}).')}",  # noqa: E501
               f"entry = {_toml_value(entry)}", ""]
     tol = ["[tolerance]", "rtol = 1e-4", "atol = 1e-4", ""]
+    metrics: list[str] = []  # set when the given sizes are timed only (see _original_bytes)
 
     def cfg_lines(cfgs: list[tuple[str, dict[str, Any]]], table: str = "configs", seed: int = 101) -> list[str]:
         out = []
@@ -422,7 +423,7 @@ def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | Non
 
     def write(target: Path, cfgs: list[tuple[str, dict[str, Any]]]) -> None:
         target.mkdir(parents=True, exist_ok=True)
-        (target / "task.toml").write_text("\n".join(header + lines + tol + cfg_lines(cfgs)
+        (target / "task.toml").write_text("\n".join(header + lines + tol + metrics + cfg_lines(cfgs)
                                                      + cfg_lines(timing, "timing", 201)))
         if ref_text is not None:
             (target / "reference_numpy.py").write_text(f"{ref_text.rstrip()}\n\n__veriforge_reference__ = {ref_fn}\n")
@@ -448,6 +449,10 @@ def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | Non
             if emulation is not None:
                 configs = [("shrunk", emulation["shrunk"]), *_derived(emulation["shrunk"])]
                 timing = [("given", values)]
+                write(probe, configs)
+                metrics = ["# the original's counted global traffic at the given sizes: a candidate's estimate there",
+                           "# is trusted only if it moves at least half of it (estimate.check_timing)",
+                           "[metrics]", f"bytes = {_original_bytes(probe, start_source):.0f}", ""]
                 write(probe, configs)
         base = "shrunk" if timing else "given"
         kept = _check_configs(probe, configs, dropped)
@@ -485,6 +490,24 @@ def _shrink(values: dict[str, Any], halvings: int) -> dict[str, Any]:
         if isinstance(v, int) and not isinstance(v, bool) and v >= 2 * SHRINK_FLOOR:
             out[k] = max(SHRINK_FLOOR, v >> halvings)
     return out
+
+
+def _original_bytes(folder: Path, source: str) -> float:
+    """Global bytes the original moves at the ``given`` (timing) sizes, by the cost model.
+
+    Why: timing sizes are estimated, never run. Without a floor on the traffic a candidate could be
+    right at the verified (shrunk) sizes and skip the work at the given ones (``if (n > 4096)
+    return;``) and be estimated as fast; ``metrics.bytes`` is that floor for ``check_timing``."""
+    from veriforge.cuda.evaluate.estimate import estimate_launches
+    from veriforge.cuda.tasks import load_task
+    from veriforge.cuda.tasks.generate import make_case
+
+    spec = load_task(folder)
+    case = make_case(spec, "given", 0)
+    scalars = {p.name: v for p, v in zip(spec.params, case.args, strict=True) if p.role == "scalar"}
+    inputs = {p.name: v for p, v in zip(spec.params, case.args, strict=True) if p.role == "in"}
+    est = estimate_launches(source, spec.entry, scalars, inputs=inputs)
+    return sum(float(ln.get("useful_bytes") or 0.0) for ln in est.launches)
 
 
 def _fit_emulation(folder: Path, source: str, values: dict[str, Any], budget_s: float) -> dict[str, Any] | None:
