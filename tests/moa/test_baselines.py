@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from veriforge.llm.backends.scripted import ScriptedBackend
 from veriforge.llm.client import LLMClient
-from veriforge.moa.config import MoAConfig
+from veriforge.moa.config import FINAL_POLICIES, MoAConfig
 from veriforge.moa.engine import MoAEngine, majority_vote
 from veriforge.moa.simulate import SimWorld, sim_config
 
@@ -84,7 +84,36 @@ async def test_rem_moa_final_policies():
     vote = await MoAEngine(sim_config("rem_moa", 2, 3, final={"policy": "vote", "k": 3}),
                            clients=world.clients()).run(question)
     assert vote.answer == majority_vote([r.answer for r in vote.ranking[:3]])
-    agg = await MoAEngine(sim_config("rem_moa", 2, 3, final={"k": 2}), clients=world.clients()).run(question)
+    agg = await MoAEngine(sim_config("rem_moa", 2, 3, final={"policy": "aggregate", "k": 2}),
+                          clients=world.clients()).run(question)
     final = agg.memory["final"]
     assert [r.id for r in final.references] == [r.id for r in agg.ranking[:2]]
     assert "[STRONG] (reviewer rank 1" in final.prompt
+    assert agg.policy_answers["aggregate"] == agg.answer and set(agg.policy_answers) == set(FINAL_POLICIES)
+    # the free policies make no request: without evaluate_all there is no aggregator call at all
+    assert "aggregator" not in top.account["roles"] and "final" not in top.memory
+    assert set(top.policy_answers) == {"top", "vote", "weighted_vote"}
+
+
+def test_weighted_vote_lets_agreeing_runners_up_outvote_the_top_trace():
+    assert majority_vote(["a", "b", "b"], [1.0, 0.5, 1 / 3]) == "a"  # ranks 2 and 3 (0.83) do not outvote rank 1
+    assert majority_vote(["a", "b"], [1.0, 0.5]) == "a"
+    assert majority_vote(["a", "b", "b", "b"], [1.0, 0.5, 1 / 3, 0.25]) == "b"
+    assert majority_vote([None, "x", "y"], [1.0, 0.5, 1 / 3]) == "x"
+    assert majority_vote([None, None]) is None
+
+
+async def test_weighted_vote_is_the_default_and_evaluate_all_reports_every_policy():
+    world = SimWorld(seed=4, r=0.8)
+    question = world.question(2)
+    cfg = sim_config("rem_moa", 2, 3)
+    assert cfg.final.policy == "weighted_vote"
+    plain = await MoAEngine(cfg, clients=world.clients()).run(question)
+    assert plain.answer == plain.policy_answers["weighted_vote"] and "aggregator" not in plain.account["roles"]
+    ranked = [r.answer for r in plain.ranking[: cfg.final.k]]
+    assert plain.answer == majority_vote(ranked, [1 / r for r in range(1, len(ranked) + 1)])
+    every = await MoAEngine(sim_config("rem_moa", 2, 3, final={"evaluate_all": True}),
+                            clients=world.clients()).run(question)
+    assert set(every.policy_answers) == set(FINAL_POLICIES) and every.account["roles"]["aggregator"]["calls"] == 1
+    assert every.answer == every.policy_answers["weighted_vote"]  # the aggregator ran, but did not answer
+    assert every.policy_texts["aggregate"] == every.memory["final"].reasoning

@@ -25,7 +25,8 @@ async def test_memory_persists_and_reloads_after_restart(tmp_path):
     world = SimWorld(seed=3)
     path = tmp_path / "runs.sqlite"
     store = RunStore(path)
-    engine = MoAEngine(sim_config("rem_moa", 3, 3), clients=world.clients(), store=store, verifier=_verifier(world))
+    engine = MoAEngine(sim_config("rem_moa", 3, 3, final={"policy": "aggregate"}), clients=world.clients(),
+                       store=store, verifier=_verifier(world))
     result = await engine.run(world.question(1), run_id="q1")
     store.close()
 

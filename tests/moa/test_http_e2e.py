@@ -34,7 +34,7 @@ async def test_rem_moa_over_http(tmp_path):
     with FakeOpenAIServer(replies=_reply, models=["fake-model"]) as server:
         store = RunStore(tmp_path / "runs.sqlite")
         cfg = MoAConfig(method="rem_moa", depth=3, width=3, reviewer={"budget": "all_pairs"},
-                        routing={"top_m": 1, "failed_f": 1})
+                        routing={"top_m": 1, "failed_f": 1}, final={"policy": "aggregate"})
         engine = MoAEngine(cfg, default_model=f"fake-model@{server.base_url}", store=store)
         try:
             result = await engine.run(QUESTION, run_id="http-run")

@@ -44,6 +44,7 @@ DEFAULT_INSTRUCTION = ("Reason step by step, then give your final answer on the 
                        "'Answer: <answer>'.")
 
 __all__ = [
+    "FINAL_POLICIES",
     "METHODS",
     "AgentConfig",
     "FinalConfig",
@@ -56,6 +57,8 @@ __all__ = [
 
 Method = Literal["rem_moa", "moa", "self_moa", "self_consistency", "single"]
 METHODS: tuple[str, ...] = ("rem_moa", "moa", "self_moa", "self_consistency", "single")
+#: ReM-MoA's final-answer policies (see :class:`FinalConfig`); the free ones need no request.
+FINAL_POLICIES: tuple[str, ...] = ("aggregate", "top", "vote", "weighted_vote")
 
 
 class _Section(BaseModel):
@@ -124,16 +127,34 @@ class RoutingConfig(_Section):
 
 
 class FinalConfig(_Section):
-    """The final answer: ``aggregate`` (aggregator model over the top ``k`` traces), ``top`` (the
-    top-ranked trace as is) or ``vote`` (majority of extracted answers among the top ``k``).
+    """How ReM-MoA turns its ranked memory into one answer.
+
+    Policies (over the top ``k`` of the Reviewer's ranking):
+
+    * ``aggregate`` — the aggregator model writes a new answer from the top ``k`` traces (one more
+      request, the only policy that costs anything);
+    * ``top`` — the top-ranked trace as is;
+    * ``vote`` — majority of the extracted answers among the top ``k`` (ties: the better-ranked);
+    * ``weighted_vote`` (default) — each of the top ``k`` votes for its answer with weight 1/rank:
+      the top trace's answer stands unless runners-up agreeing on another answer outweigh it
+      (ranks 2, 3 and 4 together do; 2 and 3 alone do not). With answers that never coincide
+      (free text, code) it is ``top``. Chosen as the default from measurements
+      (benchmarks/results/moa_final_policy.txt): best or within one standard error of the best
+      at every depth and reviewer accuracy tried, and best when the reviewer is weak.
+
+    The free policies are always computed and reported (:attr:`MoAResult.policy_texts`) so the gap
+    between them is visible; ``evaluate_all`` also runs the aggregator when another policy answers
+    (benchmarks use it to measure every policy in one run; its spend stays in the ``aggregator`` role
+    so a non-aggregate policy's cost is the total minus that role).
 
     Its reference budget is separate from routing's, so a tight proposer budget does not also cap
     the aggregator (a known fault of vanilla MoA implementations).
     """
 
-    policy: Literal["aggregate", "top", "vote"] = "aggregate"
+    policy: Literal["aggregate", "top", "vote", "weighted_vote"] = "weighted_vote"
     k: int = Field(default=4, ge=1)
     max_reference_tokens: int | None = Field(default=6000, ge=1)
+    evaluate_all: bool = False
 
 
 class MoAConfig(_Section):

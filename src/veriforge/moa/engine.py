@@ -7,7 +7,7 @@ layer is shown and how the final answer is made:
 =================  ============================================================================
 ``rem_moa``        layer 0 independent; after each layer the Reviewer ranks the whole memory;
                    each next-layer agent gets its own routed mix of strong and failed traces;
-                   final answer from the top ``final.k`` of the memory (aggregate / top / vote)
+                   final answer from the top ``final.k`` of the memory (weighted_vote / top / vote / aggregate)
 ``moa``            Together's MoA: each layer sees the previous layer's answers through one
                    aggregate-and-synthesize prompt; a final aggregator over the last layer
 ``self_moa``       the same, but every layer is the first proposer sampled ``width`` times
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +68,11 @@ class LayerStats(BaseModel):
 
 
 class MoAResult(BaseModel):
-    """The answer of a run, the ranking it came from, and what it cost."""
+    """The answer of a run, the ranking it came from, and what it cost.
+
+    For ReM-MoA, ``policy_texts``/``policy_answers`` hold what every final-answer policy would have
+    answered (``aggregate`` only when it ran), so a benchmark can score them all from one run.
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -84,6 +87,8 @@ class MoAResult(BaseModel):
     layers: list[LayerStats] = Field(default_factory=list)
     account: dict[str, Any] = Field(default_factory=dict)
     resumed_layers: int = 0
+    policy_texts: dict[str, str] = Field(default_factory=dict)
+    policy_answers: dict[str, str | None] = Field(default_factory=dict)
     memory: ReasoningMemory | None = Field(default=None, exclude=True, repr=False)
 
     @property
@@ -91,13 +96,17 @@ class MoAResult(BaseModel):
         return int(self.account.get("total_tokens", 0))
 
 
-def majority_vote(answers: Sequence[str | None]) -> str | None:
-    """The most common parsed answer; ties go to the one that appeared first; ``None`` if none parsed."""
-    counts = Counter(a for a in answers if a is not None)
-    if not counts:
+def majority_vote(answers: Sequence[str | None], weights: Sequence[float] | None = None) -> str | None:
+    """The answer with the most (weighted) votes; ties go to the one that appeared first; ``None`` if
+    none parsed. ``weights`` (one per answer, default 1) makes it a weighted vote."""
+    totals: dict[str, float] = {}
+    for k, a in enumerate(answers):
+        if a is not None:
+            totals[a] = totals.get(a, 0.0) + (1.0 if weights is None else weights[k])
+    if not totals:
         return None
-    best = max(counts.values())
-    return next(a for a in answers if a is not None and counts[a] == best)
+    best = max(totals.values())
+    return next(a for a in totals if totals[a] >= best - 1e-12)
 
 
 def _seed(*parts: Any) -> int:
@@ -365,22 +374,26 @@ class MoAEngine:
         final = self.config.final
         ranked = memory.ranking()
         top = [memory[i] for i in ranked[: final.k]]
-        if final.policy == "top":
-            best = top[0]
-            return self._result(memory, best.reasoning, Extracted(best.answer, best.parsed, "top-ranked"),
-                                [best.id], stats)
-        if final.policy == "vote":
-            winner = majority_vote([t.answer for t in top])
-            chosen = next((t for t in top if winner is not None and t.answer == winner), top[0])
-            return self._result(memory, chosen.reasoning, Extracted(winner, winner is not None, "vote over top-k"),
-                                [t.id for t in top], stats)
-        rank = {tid: k for k, tid in enumerate(ranked, start=1)}
-        candidates = [memory[i] for i in ranked[: final.k]]
-        refs, dropped = select_within_budget(candidates, final.max_reference_tokens, self.count,
-                                             label="good", label_source="reviewer")
-        refs = [r.model_copy(update={"rank": rank[r.id]}) for r in refs]
-        trace = await self._aggregate(question, memory, account, refs, dropped, style="rem")
-        return self._result(memory, trace.reasoning, self._extract(trace.reasoning), [r.id for r in refs], stats)
+        choices = _free_policies(top)
+        texts = {name: trace.reasoning for name, (trace, _) in choices.items()}
+        answers = {name: answer for name, (_, answer) in choices.items()}
+        if final.policy == "aggregate" or final.evaluate_all:
+            rank = {tid: k for k, tid in enumerate(ranked, start=1)}
+            refs, dropped = select_within_budget(top, final.max_reference_tokens, self.count,
+                                                 label="good", label_source="reviewer")
+            refs = [r.model_copy(update={"rank": rank[r.id]}) for r in refs]
+            trace = await self._aggregate(question, memory, account, refs, dropped, style="rem")
+            extracted = self._extract(trace.reasoning)
+            texts["aggregate"], answers["aggregate"] = trace.reasoning, extracted.answer
+            if final.policy == "aggregate":
+                result = self._result(memory, trace.reasoning, extracted, [r.id for r in refs], stats)
+                return result.model_copy(update={"policy_texts": texts, "policy_answers": answers})
+        chosen, answer = choices[final.policy]
+        how = {"top": "top-ranked", "vote": "vote over top-k", "weighted_vote": "rank-weighted vote over top-k"}
+        refs_used = [chosen.id] if final.policy == "top" else [t.id for t in top]
+        result = self._result(memory, chosen.reasoning, Extracted(answer, answer is not None, how[final.policy]),
+                              refs_used, stats)
+        return result.model_copy(update={"policy_texts": texts, "policy_answers": answers})
 
     def _result(self, memory: ReasoningMemory, text: str, extracted: Extracted, refs: list[str],
                 stats: list[LayerStats]) -> MoAResult:
@@ -418,6 +431,22 @@ class MoAEngine:
     def _event(self, memory: ReasoningMemory, kind: str, payload: dict[str, Any]) -> None:
         if self.store is not None:
             self.store.add_event(memory.run_id, kind, payload)
+
+
+def _free_policies(top: Sequence[Trace]) -> dict[str, tuple[Trace, str | None]]:
+    """What each request-free final policy answers from the ranked ``top`` traces (best first): the
+    trace whose text stands for the answer, and the answer. A vote's text is the best-ranked trace
+    that gave the winning answer."""
+    answers = [t.answer for t in top]
+
+    def pick(winner: str | None) -> tuple[Trace, str | None]:
+        return next((t for t in top if winner is not None and t.answer == winner), top[0]), winner
+
+    return {
+        "top": (top[0], top[0].answer),
+        "vote": pick(majority_vote(answers)),
+        "weighted_vote": pick(majority_vote(answers, [1.0 / r for r in range(1, len(top) + 1)])),
+    }
 
 
 def _render(messages: Sequence[Message]) -> str:
