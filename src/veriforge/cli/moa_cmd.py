@@ -128,30 +128,67 @@ def bench_cmd(
     cache: Annotated[bool, typer.Option("--cache/--no-cache", help="LLM request cache (off: honest token "
                                                                     "counts per cell).")] = False,
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots (needs matplotlib).")] = True,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Bench id: names every item's stored run, so "
+                                                                "the same id resumes (default: derived from "
+                                                                "suite, data, config and grid).")] = None,
+    export_distill: Annotated[Path | None, typer.Option("--export-distill", help="Also write the runs' "
+                                                                              "proposals (traces.jsonl) and the "
+                                                                              "Reviewer's comparisons "
+                                                                              "(judgements.jsonl) here, for "
+                                                                              "`moa distill`.")] = None,
 ) -> None:
-    """Depth × width grid for ReM-MoA and the baselines over a suite; writes a table and plots."""
+    """Depth × width grid for ReM-MoA and the baselines over a suite; writes a table and plots.
+
+    Resumable: every item's run is stored, so running the same command again (or passing the
+    printed --run-id) skips finished items and resumes interrupted ones. An item that fails is
+    recorded as that item's error (exit code 1), not the grid's, and retried on the next run.
+    """
     try:
         result_paths, cells = _bench(ctx, suite, out, data, depth, width, methods, config, model, limit,
-                                     concurrency, cache, plots)
+                                     concurrency, cache, plots, run_id, export_distill)
     except VeriforgeError as exc:
         _fail(str(exc))
         return
     for cell in cells:
         row = cell.row()
         typer.echo(f"{row['method']:>17} d={row['depth']} w={row['width']}  acc={row['accuracy']:.3f}  "
-                   f"parse_fail={row['parse_failures']}  tokens/item={row['tokens_per_item']}")
+                   f"errors={row['errors']}  parse_fail={row['parse_failures']}  "
+                   f"requests/item={row['requests_per_item']}  tokens/item={row['tokens_per_item']}")
     for name, path in result_paths.items():
         typer.echo(f"{name}: {path}")
+    errors = [(c, i) for c in cells for i in c.items if i.error]
+    if errors:
+        cell, first = errors[0]
+        typer.echo(f"error: {len(errors)} item(s) failed (first: {cell.method} d={cell.depth} w={cell.width} "
+                   f"{first.item_id}: {first.error}); run the same command again to retry them", err=True)
+        raise typer.Exit(1)
+
+
+def bench_id_for(suite: str, items: list[Any], config: Any, methods: list[str], depths: list[int],
+                 widths: list[int], model: str | None) -> str:
+    """The default bench id: a digest of what decides the results (the items' content, the config,
+    the grid and the default model), so rerunning the same command resumes the same bench."""
+    from veriforge.core.hashing import content_hash
+
+    data = content_hash(*[json.dumps([it.id, it.question, it.answer, it.instruction]) for it in items])
+    grid = json.dumps({"methods": methods, "depths": depths, "widths": widths, "model": model}, sort_keys=True)
+    digest = content_hash("moa-bench", suite, data, json.dumps(config.model_dump(mode="json"), sort_keys=True), grid)
+    return f"bench-{suite}-{digest[:12]}"
 
 
 def _bench(ctx: typer.Context, suite: str, out: Path, data: Path | None, depth: str, width: str, methods: str,
            config: Path | None, model: str | None, limit: int | None, concurrency: int, cache: bool,
-           plots: bool) -> tuple[dict[str, Path], list[Any]]:
+           plots: bool, run_id: str | None = None, export_distill: Path | None = None,
+           ) -> tuple[dict[str, Path], list[Any]]:
+    import sys
+
+    from veriforge.core.store import RunStore
     from veriforge.llm.factory import create_client
     from veriforge.moa.bench import extract_answer, load_suite, score_async
     from veriforge.moa.engine import MoAEngine
     from veriforge.moa.extract import Extracted
-    from veriforge.moa.scaling import parse_int_range, run_grid, write_results
+    from veriforge.moa.scaling import BenchWriter, parse_int_range, run_grid
+    from veriforge.moa.scaling import export_distill as export
 
     settings = _settings(ctx)
     depths, widths = parse_int_range(depth), parse_int_range(width)
@@ -168,6 +205,10 @@ def _bench(ctx: typer.Context, suite: str, out: Path, data: Path | None, depth: 
     # Resolve every model once (fails early with the configuration hint) and share the clients.
     probe = MoAEngine(base.replace(method="rem_moa"), default_model=model, settings=settings)
     names = {probe.model_name(m) for m in base.replace(method="rem_moa").models()}
+    bench_id = run_id or bench_id_for(suite, items, base, method_list, depths, widths, model)
+    store = RunStore.from_settings(settings)
+    typer.echo(f"bench id: {bench_id} (interrupted? run the same command again, or add --run-id {bench_id}, "
+               f"to resume; finished items are read from {store.path})", err=True)
     clients = {name: create_client(name, llm) for name in names}
 
     def extractor_for(item: Any) -> Any:
@@ -179,29 +220,44 @@ def _bench(ctx: typer.Context, suite: str, out: Path, data: Path | None, depth: 
 
         return extract
 
+    meta = {"suite": suite, "data": str(data) if data else "bundled", "items": len(items), "depths": depths,
+            "widths": widths, "methods": method_list, "config": base.model_dump(mode="json"), "cache": cache,
+            "bench_id": bench_id}
+    quiet = sys.stderr.isatty()  # a terminal gets the table at the end; logs and pipes get a line per item
+    writer = BenchWriter(out, title=f"ReM-MoA scaling on {suite}", meta=meta,
+                         log=None if quiet else (lambda line: typer.echo(line, err=True)))
+
     async def go() -> list[Any]:
         try:
             return await run_grid(items, base, methods=method_list, depths=depths, widths=widths, score=score_async,
                                   extractor_for=extractor_for,
                                   question_of=(lambda it: it.question) if shared else (lambda it: it.prompt),
                                   engine_options={"clients": clients, "default_model": model, "settings": settings},
-                                  concurrency=concurrency)
+                                  concurrency=concurrency, on_item=writer.item, on_cell=writer.cell, store=store,
+                                  bench_id=bench_id)
         finally:
             for client in clients.values():
                 await client.aclose()
 
-    cells = asyncio.run(go())
-    meta = {"suite": suite, "data": str(data) if data else "bundled", "items": len(items), "depths": depths,
-            "widths": widths, "methods": method_list, "config": base.model_dump(mode="json"), "cache": cache}
-    return write_results(cells, out, title=f"ReM-MoA scaling on {suite}", plots=plots, meta=meta), cells
+    try:
+        cells = asyncio.run(go())
+        paths = writer.finish(cells, plots=plots)
+        if export_distill is not None:
+            reviewer = probe.model_name(base.reviewer_model())
+            paths.update({f"distill_{k}": v for k, v in export(cells, store, export_distill,
+                                                               reviewer_model=reviewer).items()})
+    finally:
+        store.close()
+    return paths, cells
 
 
 @app.command("distill")
 def distill_cmd(
     ctx: typer.Context,
-    data: Annotated[Path, typer.Option("--data", help="Traces JSONL (e.g. from `moa ask --traces-out`).")],
     base_model: Annotated[Path, typer.Option("--base-model", help="Local transformers model to train.")],
     out: Annotated[Path, typer.Option("--out", help="Output directory (judgements, report, reviewer).")],
+    data: Annotated[Path | None, typer.Option("--data", help="Traces JSONL (e.g. from `moa ask --traces-out` "
+                                                            "or `moa bench --export-distill`).")] = None,
     teacher: Annotated[str | None, typer.Option("--teacher", help="Teacher model string (default: [llm] model).")]
     = None,
     steps: Annotated[int, typer.Option("--steps", min=1)] = 100,
@@ -213,6 +269,10 @@ def distill_cmd(
     concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 4,
     tie_margin: Annotated[float, typer.Option("--tie-margin")] = 0.0,
     max_length: Annotated[int, typer.Option("--max-length", min=8)] = 512,
+    judgements: Annotated[Path | None, typer.Option("--judgements", help="Train on these JudgedPair verdicts "
+                                                                        "(e.g. `moa bench --export-distill`'s "
+                                                                        "judgements.jsonl) instead of asking "
+                                                                        "a teacher.")] = None,
 ) -> None:
     """Distill the Reviewer from a stronger teacher's pairwise judgements (delegates to moa.distill)."""
     try:
@@ -221,12 +281,14 @@ def distill_cmd(
         from veriforge.moa.distill import main_cli
 
         teacher_model = teacher or _settings(ctx).llm.model
-        if not teacher_model:
+        if judgements is None and data is None:
+            raise LLMConfigError("pass --data traces.jsonl (and a teacher), or --judgements judgements.jsonl")
+        if not teacher_model and judgements is None:
             raise LLMConfigError("no teacher model: pass --teacher MODEL. " + no_model_message())
         report = main_cli(teacher_model, data, base_model, out, steps=steps, learning_rate=learning_rate,
                           batch_size=batch_size, max_pairs_per_question=max_pairs_per_question,
                           test_fraction=test_fraction, seed=seed, concurrency=concurrency, tie_margin=tie_margin,
-                          max_length=max_length)
+                          max_length=max_length, judgements=judgements)
     except VeriforgeError as exc:
         _fail(str(exc))
         return

@@ -480,8 +480,8 @@ def _agreement_dict(a: Agreement) -> dict[str, float]:
 
 
 async def distill(
-    judge: PairwiseJudge,
-    traces: str | Path,
+    judge: PairwiseJudge | None,
+    traces: str | Path | None,
     reviewer: RewardReviewer,
     out_dir: str | Path,
     *,
@@ -495,17 +495,28 @@ async def distill(
     concurrency: int = 4,
     use_cpu: bool | None = None,
     save: bool = True,
+    judgements: str | Path | None = None,
 ) -> DistillReport:
     """Collect teacher judgements, train the student reviewer, and measure agreement before and after.
 
-    Writes ``judgements.jsonl``, ``report.json`` and (``save=True``) ``reviewer/`` under ``out_dir``.
+    With ``judgements`` (a JudgedPair JSONL, e.g. the Reviewer's comparisons exported by
+    ``moa bench --export-distill``) no teacher is asked: those verdicts are the dataset, and
+    ``judge``/``traces`` may be ``None``. Writes ``judgements.jsonl``, ``report.json`` and
+    (``save=True``) ``reviewer/`` under ``out_dir``.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    pairs = make_pairs(load_traces(traces), max_pairs_per_question=max_pairs_per_question, seed=seed)
-    if not pairs:
-        raise DistillError(f"{traces}: no question has two different responses to compare")
-    judged = await collect_teacher_judgements(judge, pairs, teacher=teacher_name, concurrency=concurrency)
+    if judgements is not None:
+        judged = read_judgements(judgements)
+        if not judged:
+            raise DistillError(f"{judgements}: no judgements to train on")
+    else:
+        if judge is None or traces is None:
+            raise DistillConfigError("distill needs a teacher and traces, or given judgements")
+        pairs = make_pairs(load_traces(traces), max_pairs_per_question=max_pairs_per_question, seed=seed)
+        if not pairs:
+            raise DistillError(f"{traces}: no question has two different responses to compare")
+        judged = await collect_teacher_judgements(judge, pairs, teacher=teacher_name, concurrency=concurrency)
     dataset = write_judgements(out / "judgements.jsonl", judged)
     train, test = split_by_question(judged, test_fraction, seed)
     if not test:
@@ -550,8 +561,8 @@ def _finite(x: Any) -> Any:
 
 
 def main_cli(
-    teacher: str,
-    data: str | Path,
+    teacher: str | None,
+    data: str | Path | None,
     base_model: str | Path,
     out: str | Path,
     *,
@@ -564,24 +575,29 @@ def main_cli(
     concurrency: int = 4,
     tie_margin: float = 0.0,
     max_length: int = 512,
+    judgements: str | Path | None = None,
 ) -> DistillReport:
     """``veriforge moa distill --teacher MODEL --data traces.jsonl --base-model PATH --out DIR``.
 
     ``teacher`` is a model string for :func:`veriforge.llm.create_client` (e.g. ``vllm:Qwen/...``);
-    ``base_model`` a local transformers directory. Returns the report (also written to ``out/report.json``).
+    ``base_model`` a local transformers directory. With ``judgements`` (``--judgements FILE``) the
+    given verdicts are trained on and no teacher is asked. Returns the report (also written to
+    ``out/report.json``).
     """
     from veriforge.llm import create_client
     from veriforge.rank import PairwiseJudge
 
+    if judgements is None and (not teacher or data is None):
+        raise DistillConfigError("pass --data traces.jsonl and a teacher model, or --judgements FILE")
     reviewer = RewardReviewer.from_pretrained(base_model, tie_margin=tie_margin, max_length=max_length)
-    judge = PairwiseJudge(create_client(teacher))
+    judge = PairwiseJudge(create_client(teacher)) if judgements is None and teacher else None
     return asyncio.run(
         distill(
             judge,
             data,
             reviewer,
             out,
-            teacher_name=teacher,
+            teacher_name=f"given judgements ({judgements})" if judgements is not None else str(teacher),
             max_pairs_per_question=max_pairs_per_question,
             test_fraction=test_fraction,
             steps=steps,
@@ -589,5 +605,6 @@ def main_cli(
             batch_size=batch_size,
             seed=seed,
             concurrency=concurrency,
+            judgements=judgements,
         )
     )

@@ -1,8 +1,12 @@
-"""Scaling plots: accuracy vs depth, vs width, vs tokens, one line per method.
+"""Scaling plots: accuracy vs depth, vs width, and against cost — tokens and requests per item — one
+line per method.
+
+The cost plots are the honest ones: a method is only better if it is more accurate at the same
+spend (docs/moa.md, "Scaling honesty", measures when self-consistency's few requests win).
 
 matplotlib is imported here only (Agg back-end, no display needed), so the engine and the CLI's
 ``--help`` do not pay for it. ``single`` has one cell; it is drawn as a dashed horizontal line
-in the depth and width plots and as a point in the tokens plot.
+in the depth and width plots and as a point in the cost plots.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ def _pyplot():  # type: ignore[no-untyped-def]
 
 
 def plot_scaling(cells: Sequence[CellResult], out_dir: str | Path, *, title: str = "") -> dict[str, Path]:
-    """Write the three PNGs into ``out_dir``; returns their paths by name."""
+    """Write the four PNGs into ``out_dir``; returns their paths by name."""
     plt = _pyplot()
     out = Path(out_dir)
     methods = list(dict.fromkeys(c.method for c in cells))
@@ -69,23 +73,27 @@ def plot_scaling(cells: Sequence[CellResult], out_dir: str | Path, *, title: str
     axis("depth", "width", ref_width, "depth (layers)", "accuracy_vs_depth")
     axis("width", "depth", ref_depth, "width (proposers per layer)", "accuracy_vs_width")
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    for method in methods:
-        pts = sorted((c.tokens_per_item, c.accuracy) for c in cells if c.method == method)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle="-" if len(pts) > 1 else "",
-                label=method)
-    positive = all(c.tokens_per_item > 0 for c in cells)
-    if positive:
-        ax.set_xscale("log")
-    ax.set_xlabel("tokens per item (billed" + (", log scale)" if positive else ")"))
-    ax.set_ylabel("accuracy")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title(title or "accuracy vs tokens")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    path = out / "accuracy_vs_tokens.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    paths["accuracy_vs_tokens"] = path
+    def cost_axis(attr: str, xlabel: str, name: str) -> None:
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        for method in methods:
+            pts = sorted((getattr(c, attr), c.accuracy) for c in cells if c.method == method)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle="-" if len(pts) > 1 else "",
+                    label=method)
+        positive = all(getattr(c, attr) > 0 for c in cells)
+        if positive:
+            ax.set_xscale("log")
+        ax.set_xlabel(xlabel + (" (log scale)" if positive else ""))
+        ax.set_ylabel("accuracy")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(title or f"accuracy vs {xlabel}")
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        path = out / f"{name}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths[name] = path
+
+    cost_axis("tokens_per_item", "billed tokens per item", "accuracy_vs_tokens")
+    cost_axis("requests_per_item", "requests (LLM calls) per item", "accuracy_vs_requests")
     return paths
