@@ -1,8 +1,11 @@
 """Depth × width scaling grid for ReM-MoA and every baseline, offline, on the scripted simulation.
 
-Run: python benchmarks/moa_scaling.py [--questions 40] [--depth 1..4] [--width 1,3,5] [--out DIR]
-Writes results.{csv,json,md} and accuracy_vs_{depth,width,tokens}.png to
-benchmarks/results/moa_scaling_sim/ (by default).
+Run: python benchmarks/moa_scaling.py [--questions 40] [--depth 1..4] [--width 1,3,5] [--shared-wrong 0]
+     [--out DIR]
+Writes results.{csv,json,md}, progress.jsonl and accuracy_vs_{depth,width,tokens,requests}.png to
+benchmarks/results/moa_scaling_sim/ (by default). Every row has requests, tokens and seconds next to
+accuracy; ReM-MoA rows score every final-answer policy from the same runs (``final.evaluate_all``:
+the aggregator runs too, and ``noagg_*`` columns give the request-free policies' cost).
 
 The items are SimWorld questions (scripted agents of known behaviour, see
 veriforge.moa.simulate and benchmarks/moa_depth_sim.py) so the grid runs anywhere in about a
@@ -19,7 +22,7 @@ from pathlib import Path
 
 from veriforge.moa.config import METHODS
 from veriforge.moa.extract import default_extractor
-from veriforge.moa.scaling import parse_int_range, run_grid, write_results
+from veriforge.moa.scaling import BenchWriter, parse_int_range, run_grid
 from veriforge.moa.simulate import SimWorld, sim_config
 
 
@@ -45,28 +48,33 @@ def main() -> None:
     parser.add_argument("--p", type=float, default=0.4)
     parser.add_argument("--q", type=float, default=0.6)
     parser.add_argument("--r", type=float, default=0.8)
+    parser.add_argument("--shared-wrong", type=float, default=0.0,
+                        help="correlated errors: P(a wrong own answer is the question's popular wrong answer)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "moa_scaling_sim")
     args = parser.parse_args()
 
-    world = SimWorld(p=args.p, q=args.q, r=args.r)
+    world = SimWorld(p=args.p, q=args.q, r=args.r, shared_wrong=args.shared_wrong)
     items = [SimItem(id=f"q{i}", prompt=world.question(i)) for i in range(args.questions)]
 
     def score(item: SimItem, text: str) -> SimScore:
         answer = default_extractor(text).answer
         return SimScore(world.correct(item.prompt, answer), answer, answer is None)
 
-    def report(cell) -> None:  # type: ignore[no-untyped-def]
-        row = cell.row()
-        print(f"{row['method']:>17} d={row['depth']} w={row['width']}  acc={row['accuracy']:.3f}  "
-              f"tokens/item={row['tokens_per_item']}", flush=True)
+    title = f"SimWorld p={args.p} q={args.q} r={args.r} shared_wrong={args.shared_wrong}"
+    meta = {"questions": args.questions, "p": args.p, "q": args.q, "r": args.r, "shared_wrong": args.shared_wrong}
 
-    cells = asyncio.run(run_grid(items, sim_config("rem_moa", 1, 3), methods=args.methods.split(","),
+    def log(line: str) -> None:  # one line per cell (items are too many to print)
+        if line.startswith("cell "):
+            print(line, flush=True)
+
+    (args.out / "progress.jsonl").unlink(missing_ok=True)  # no store: every run starts afresh
+    writer = BenchWriter(args.out, title=title, meta=meta, log=log)
+    base = sim_config("rem_moa", 1, 3, final={"evaluate_all": True})
+    cells = asyncio.run(run_grid(items, base, methods=args.methods.split(","),
                                  depths=parse_int_range(args.depth), widths=parse_int_range(args.width),
                                  score=score, engine_options={"clients": world.clients()}, concurrency=16,
-                                 on_cell=report))
-    paths = write_results(cells, args.out, title=f"SimWorld p={args.p} q={args.q} r={args.r}",
-                          meta={"questions": args.questions, "p": args.p, "q": args.q, "r": args.r})
-    for name, path in paths.items():
+                                 on_cell=writer.cell))
+    for name, path in writer.finish(cells).items():
         print(f"{name}: {path}")
 
 

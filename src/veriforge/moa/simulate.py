@@ -8,7 +8,11 @@ through the real engine, client, judge and tournament code) with behaviour fixed
   random) with probability ``q``; otherwise it answers on its own: right with probability ``p``,
   else one of ``distractors`` wrong answers at random. With ``avoid_failed > 0`` an own answer that
   a FAILED reference also gave is redrawn with that probability (off by default: no hoped-for
-  learning from failures unless asked for);
+  learning from failures unless asked for). ``shared_wrong`` correlates the agents' errors: a
+  wrong own answer is the question's one "popular" wrong answer with that probability (else a
+  distractor at random, as with ``shared_wrong = 0``, the default: errors independent across
+  agents). Real models share misconceptions; this knob is what separates ReM-MoA from cheap
+  self-consistency (docs/moa.md, "Scaling honesty");
 * the **aggregator** adopts the plurality answer of what it is shown (ties: the first shown) with
   probability ``q_agg``, else answers on its own like a proposer;
 * the **reviewer** sees two responses; when exactly one is right it prefers that one with
@@ -59,6 +63,7 @@ class SimWorld:
     distractors: int = 3
     avoid_failed: float = 0.0
     position_bias: float = 0.0
+    shared_wrong: float = 0.0
     seed: int = 0
     calls: Counter[str] = field(default_factory=Counter)
 
@@ -91,8 +96,17 @@ class SimWorld:
                 return int(found.group(1))
         raise ValueError("no [Qn] question id in the request")
 
+    def popular_wrong(self, i: int) -> str:
+        """The wrong answer agents share when their errors are correlated (``shared_wrong``)."""
+        return self.wrong(i)[0]
+
     def _own(self, rng: random.Random, qid: int) -> str:
-        return self.gold(qid) if rng.random() < self.p else rng.choice(self.wrong(qid))
+        if rng.random() < self.p:
+            return self.gold(qid)
+        # no extra draw when shared_wrong is 0, so earlier recorded simulations replay exactly
+        if self.shared_wrong > 0 and rng.random() < self.shared_wrong:
+            return self.popular_wrong(qid)
+        return rng.choice(self.wrong(qid))
 
     def _refs(self, request: ChatRequest) -> list[tuple[str, str | None]]:
         refs = []
