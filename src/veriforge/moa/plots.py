@@ -6,11 +6,14 @@ spend (docs/moa.md, "Scaling honesty", measures when self-consistency's few requ
 
 matplotlib is imported here only (Agg back-end, no display needed), so the engine and the CLI's
 ``--help`` do not pay for it. ``single`` has one cell; it is drawn as a dashed horizontal line
-in the depth and width plots and as a point in the cost plots.
+in the depth and width plots and as a point in the cost plots. In the cost plots every cell is a
+dot and each method's line joins its cells that no cheaper cell of the same method beats (its
+accuracy-for-cost frontier), so a grid with several widths does not draw a zigzag.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -76,9 +79,17 @@ def plot_scaling(cells: Sequence[CellResult], out_dir: str | Path, *, title: str
     def cost_axis(attr: str, xlabel: str, name: str) -> None:
         fig, ax = plt.subplots(figsize=(6.4, 4.4))
         for method in methods:
-            pts = sorted((getattr(c, attr), c.accuracy) for c in cells if c.method == method)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle="-" if len(pts) > 1 else "",
-                    label=method)
+            pts = sorted(((getattr(c, attr), c.accuracy) for c in cells if c.method == method),
+                         key=lambda p: (p[0], -p[1]))
+            # every cell as a dot; the line joins the cells no cheaper cell of the method beats
+            frontier, best = [], -math.inf
+            for x, acc in pts:
+                if acc > best:
+                    frontier.append((x, acc))
+                    best = acc
+            line = ax.plot([p[0] for p in frontier], [p[1] for p in frontier], marker="o",
+                           linestyle="-" if len(frontier) > 1 else "", label=method)[0]
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=14, alpha=0.45, color=line.get_color())
         positive = all(getattr(c, attr) > 0 for c in cells)
         if positive:
             ax.set_xscale("log")

@@ -393,7 +393,7 @@ async def _run_item(item: Any, config: MoAConfig, config_hash: str, run_id: str 
     done = ItemResult(item_id=item_id, answer=answered["answer"], correct=bool(scored.correct),
                       parse_failed=bool(scored.parse_failed), tokens=int(account.get("total_tokens", 0)),
                       cost_usd=account.get("cost_usd"), calls=int(account.get("calls", 0)),
-                      seconds=float(answered["seconds"]), run_id=answered["run_id"], policy_correct=policy_correct,
+                      seconds=round(float(answered["seconds"]), 4), run_id=answered["run_id"], policy_correct=policy_correct,
                       aggregator_calls=int(aggregator.get("calls", 0)),
                       aggregator_tokens=int(aggregator.get("total_tokens", 0)))
     if store is not None and run_id is not None:
@@ -456,6 +456,21 @@ def _write_atomic(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def _results_json(title: str, meta: dict[str, Any], cells: Sequence[CellResult],
+                  rows: list[dict[str, Any]]) -> str:
+    """``{"title", "meta", "cells": [{...row, "items": [...]}]}`` with one line per cell row and per
+    item: a grid has thousands of items, and an indented dump is mostly whitespace and unreadable diffs."""
+    blocks = []
+    for cell, row in zip(cells, rows, strict=True):
+        items = ",\n      ".join(json.dumps(asdict(i)) for i in cell.items)
+        head = json.dumps(row)[:-1]
+        blocks.append(f'{head}, "items": [\n      {items}\n    ]}}' if items else f'{head}, "items": []}}')
+    body = ",\n    ".join(blocks)
+    return (f'{{\n  "title": {json.dumps(title)},\n  "meta": {json.dumps(meta)},\n'
+            f'  "cells": [\n    {body}\n  ]\n}}\n' if blocks else
+            json.dumps({"title": title, "meta": meta, "cells": []}, indent=2) + "\n")
+
+
 def write_results(cells: Sequence[CellResult], out_dir: str | Path, *, title: str = "ReM-MoA scaling",
                   plots: bool = True, meta: dict[str, Any] | None = None) -> dict[str, Path]:
     """Write ``results.csv``, ``results.json`` (rows + per-item answers), ``results.md`` and, with
@@ -471,8 +486,7 @@ def write_results(cells: Sequence[CellResult], out_dir: str | Path, *, title: st
     writer.writeheader()
     writer.writerows(rows)
     _write_atomic(paths["csv"], buffer.getvalue())
-    detail = [{**row, "items": [asdict(i) for i in c.items]} for c, row in zip(cells, rows, strict=True)]
-    _write_atomic(paths["json"], json.dumps({"title": title, "meta": meta or {}, "cells": detail}, indent=2))
+    _write_atomic(paths["json"], _results_json(title, meta or {}, cells, rows))
     _write_atomic(paths["markdown"], _markdown(cols, rows, title))
     if plots and cells:
         from veriforge.moa.plots import plot_scaling
@@ -506,10 +520,10 @@ class BenchWriter:
         method, depth, width = cell
         if not reused:
             self._append({"event": "item", "method": method, "depth": depth, "width": width, **asdict(item)})
-        if self.log is not None:
+        if self.log is not None and not reused:  # items read back are summed up in the cell's line
             status = f"ERROR {item.error}" if item.error else ("correct" if item.correct else "wrong")
-            how = "stored" if reused else f"{item.calls} requests, {item.tokens} tokens, {item.seconds:.1f} s"
-            self.log(f"{method} d={depth} w={width} {item.item_id}: {status} ({how})")
+            self.log(f"{method} d={depth} w={width} {item.item_id}: {status} "
+                     f"({item.calls} requests, {item.tokens} tokens, {item.seconds:.1f} s)")
 
     def cell(self, cell: CellResult) -> None:
         self.cells.append(cell)
@@ -519,7 +533,8 @@ class BenchWriter:
         if self.log is not None:
             self.log(f"cell {cell.method} d={cell.depth} w={cell.width}: acc={row['accuracy']} "
                      f"errors={cell.errors} requests/item={row['requests_per_item']} "
-                     f"tokens/item={row['tokens_per_item']} ({cell.reused}/{cell.n} items from the store)")
+                     f"tokens/item={row['tokens_per_item']}"
+                     + (f" ({cell.reused}/{cell.n} items from the store)" if cell.reused else ""))
 
     def finish(self, cells: Sequence[CellResult], *, plots: bool = True) -> dict[str, Path]:
         paths = write_results(cells, self.out, title=self.title, plots=plots, meta=self.meta)
