@@ -111,7 +111,8 @@ async def run(args: argparse.Namespace) -> None:
     _table("requests (LLM calls) per question by depth", names, depths, lambda name, d: f"{requests[name][d]:.1f}")
     _table("billed tokens per question by depth", names, depths, lambda name, d: f"{tokens[name][d]:.0f}")
     if ladder:
-        print("self_consistency by samples (one request each; majority vote) — to compare at equal tokens with the rows above")
+        print("self_consistency by samples (one request each; majority vote) — to compare at equal tokens "
+              "with the rows above")
         print(f"{'samples':>7} | {'accuracy':>14} | {'requests':>8} | {'tokens':>7}")
         for k in ladder:
             a = acc["sc-ladder"][k]

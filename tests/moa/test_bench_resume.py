@@ -174,3 +174,59 @@ def test_a_failing_item_is_its_own_error_and_is_retried(tmp_path, monkeypatch):
         rows = list(csv.DictReader((tmp_path / "out" / "results.csv").open()))
         assert [r["errors"] for r in rows] == ["0", "0"] and rows[0]["requests_per_item"] == "1.0"
 
+
+
+async def test_scoring_failure_keeps_the_answer_and_a_lost_record_gets_a_fresh_run(tmp_path):
+    """Orchestration with scripted agents and a real run store: a scorer that fails (a sandbox error)
+    makes that item's error without discarding the engine's answer, so the rerun only scores it; and a
+    run that finished without its record (killed in between) is answered again under ``<id>~2``."""
+    from dataclasses import dataclass
+
+    from veriforge.errors import SandboxError
+    from veriforge.moa.extract import default_extractor
+    from veriforge.moa.scaling import run_grid
+    from veriforge.moa.simulate import SimWorld, sim_config
+
+    @dataclass(frozen=True)
+    class Item:
+        id: str
+        prompt: str
+
+    @dataclass(frozen=True)
+    class Verdict:
+        correct: bool
+        parsed: str | None
+        parse_failed: bool
+
+    world = SimWorld(seed=5)
+    clients = world.clients()
+    items = [Item(f"q{i}", world.question(i)) for i in range(3)]
+    broken = {"q1"}
+
+    def score(item, text):
+        if item.id in broken:
+            raise SandboxError("sandbox unavailable")
+        answer = default_extractor(text).answer
+        return Verdict(world.correct(item.prompt, answer), answer, answer is None)
+
+    def calls() -> int:
+        return sum(c.totals.calls for c in clients.values())
+
+    store = RunStore(tmp_path / "runs.sqlite")
+    grid = {"methods": ["moa"], "depths": [2], "widths": [2], "score": score, "engine_options": {"clients": clients},
+            "store": store, "bench_id": "b1"}
+    first = (await run_grid(items, sim_config("moa", 1, 2), **grid))[0]
+    assert first.errors == 1 and "SandboxError: sandbox unavailable" in first.items[1].error
+    assert first.items[1].calls == 2 * 2 + 1 and first.items[1].tokens > 0  # its spend is still reported
+    spent = calls()
+    broken.clear()
+    second = (await run_grid(items, sim_config("moa", 1, 2), **grid))[0]
+    assert calls() == spent and second.errors == 0 and second.reused == 2  # scored, not asked again
+    assert [i.answer for i in second.items] == [i.answer for i in first.items[:1]] + [
+        second.items[1].answer] + [first.items[2].answer]
+
+    store.delete_record(NS_BENCH_ITEM, "b1/moa-d2-w2/q0")  # as if killed between the run's end and its record
+    third = (await run_grid(items, sim_config("moa", 1, 2), **grid))[0]
+    assert calls() == spent + 2 * 2 + 1  # q0 alone, once more
+    assert third.items[0].run_id == "b1/moa-d2-w2/q0~2" and store.get_run("b1/moa-d2-w2/q0~2").status == "done"
+    assert third.items[0].answer == first.items[0].answer  # deterministic agents: the same answer

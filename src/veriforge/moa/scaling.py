@@ -393,7 +393,8 @@ async def _run_item(item: Any, config: MoAConfig, config_hash: str, run_id: str 
     done = ItemResult(item_id=item_id, answer=answered["answer"], correct=bool(scored.correct),
                       parse_failed=bool(scored.parse_failed), tokens=int(account.get("total_tokens", 0)),
                       cost_usd=account.get("cost_usd"), calls=int(account.get("calls", 0)),
-                      seconds=round(float(answered["seconds"]), 4), run_id=answered["run_id"], policy_correct=policy_correct,
+                      seconds=round(float(answered["seconds"]), 4), run_id=answered["run_id"],
+                      policy_correct=policy_correct,
                       aggregator_calls=int(aggregator.get("calls", 0)),
                       aggregator_tokens=int(aggregator.get("total_tokens", 0)))
     if store is not None and run_id is not None:
