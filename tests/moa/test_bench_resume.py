@@ -17,12 +17,14 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 import veriforge
 from veriforge.cli.moa_cmd import app
 from veriforge.core.store import RunStore
 from veriforge.llm.testing import FakeOpenAIServer
+from veriforge.moa.errors import MoAConfigError
 from veriforge.moa.scaling import NS_BENCH_ITEM
 
 REM_LAYER = "Below are reasoning traces from other agents"  # only a ReM-MoA layer >= 1 proposer prompt has it
@@ -230,3 +232,9 @@ async def test_scoring_failure_keeps_the_answer_and_a_lost_record_gets_a_fresh_r
     assert calls() == spent + 2 * 2 + 1  # q0 alone, once more
     assert third.items[0].run_id == "b1/moa-d2-w2/q0~2" and store.get_run("b1/moa-d2-w2/q0~2").status == "done"
     assert third.items[0].answer == first.items[0].answer  # deterministic agents: the same answer
+
+    # the same bench id under another configuration is refused rather than mixed with these results
+    with pytest.raises(MoAConfigError, match="another configuration"):
+        await run_grid(items, sim_config("moa", 1, 2, seed=7), **grid)
+    with pytest.raises(MoAConfigError, match="unique"):
+        await run_grid([Item("q0", "a"), Item("q0", "b")], sim_config("moa", 1, 2), **grid)

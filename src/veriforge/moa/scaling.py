@@ -292,6 +292,9 @@ async def run_grid(
     options.pop("store", None)
     if store is not None and not bench_id:
         raise MoAConfigError("a resumable grid needs a bench id (bench_id=...) to name its runs")
+    ids = [str(getattr(item, "id", "")) for item in items]
+    if store is not None and (not all(ids) or len(set(ids)) != len(ids)):
+        raise MoAConfigError("a resumable grid needs a unique, non-empty `id` on every item (results are stored by it)")
     results = []
     for method, depth, width in grid_cells(methods, depths, widths):
         config = base.replace(method=method, depth=depth, width=width)
