@@ -19,6 +19,8 @@ from veriforge.errors import VeriforgeError
 app = typer.Typer(help="ReM-MoA: Mixture-of-Agents with a ranked reasoning memory.", no_args_is_help=True)
 
 ALL_METHODS = "rem_moa,moa,self_moa,self_consistency,single"
+REVIEWER_HELP = ("Reviewer (overrides [reviewer]): reward:DIR (distilled reward model), judge:module:attr, "
+                 "llm, or a model string for the LLM judge.")
 
 
 def _fail(text: str, code: int = 2) -> None:
@@ -32,11 +34,15 @@ def _settings(ctx: typer.Context) -> Any:
     return state(ctx).settings()
 
 
-def _config(path: Path | None, **overrides: Any) -> Any:
+def _config(path: Path | None, reviewer: str | None = None, **overrides: Any) -> Any:
     from veriforge.moa.config import MoAConfig, load_config
 
     cfg = load_config(path) if path is not None else MoAConfig()
     changes = {k: v for k, v in overrides.items() if v is not None}
+    if reviewer is not None:  # --reviewer SPEC replaces the [reviewer] kind (veriforge.moa.reviewers)
+        from veriforge.moa.reviewers import reviewer_spec_updates
+
+        changes["reviewer"] = {**cfg.reviewer.model_dump(), **reviewer_spec_updates(reviewer)}
     return cfg.replace(**changes) if changes else cfg
 
 
@@ -54,6 +60,7 @@ def ask_cmd(
     traces_out: Annotated[Path | None, typer.Option("--traces-out", help="Append the traces as JSONL "
                                                                          "(input for `moa distill`).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    reviewer: Annotated[str | None, typer.Option("--reviewer", help=REVIEWER_HELP)] = None,
 ) -> None:
     """Answer QUESTION with ReM-MoA (or a baseline); print the answer and the memory's ranking."""
     try:
@@ -61,7 +68,7 @@ def ask_cmd(
         from veriforge.moa.engine import MoAEngine
 
         settings = _settings(ctx)
-        cfg = _config(config, method=method, depth=depth, width=width)
+        cfg = _config(config, reviewer, method=method, depth=depth, width=width)
         store = RunStore.from_settings(settings)
         engine = MoAEngine(cfg, default_model=model, settings=settings, store=store)
 
@@ -136,6 +143,7 @@ def bench_cmd(
                                                                               "Reviewer's comparisons "
                                                                               "(judgements.jsonl) here, for "
                                                                               "`moa distill`.")] = None,
+    reviewer: Annotated[str | None, typer.Option("--reviewer", help=REVIEWER_HELP)] = None,
 ) -> None:
     """Depth × width grid for ReM-MoA and the baselines over a suite; writes a table and plots.
 
@@ -145,7 +153,8 @@ def bench_cmd(
     """
     try:
         result_paths, cells = _bench(ctx, suite, out, data, depth, width, methods, config, model, limit,
-                                     concurrency, cache, plots, run_id, export_distill)
+                                     concurrency, cache, plots, run_id, export_distill,
+                                     reviewer=reviewer)
     except VeriforgeError as exc:
         _fail(str(exc))
         return
@@ -179,6 +188,7 @@ def bench_id_for(suite: str, items: list[Any], config: Any, methods: list[str], 
 def _bench(ctx: typer.Context, suite: str, out: Path, data: Path | None, depth: str, width: str, methods: str,
            config: Path | None, model: str | None, limit: int | None, concurrency: int, cache: bool,
            plots: bool, run_id: str | None = None, export_distill: Path | None = None,
+           reviewer: str | None = None,
            ) -> tuple[dict[str, Path], list[Any]]:
     import sys
 
@@ -196,7 +206,7 @@ def _bench(ctx: typer.Context, suite: str, out: Path, data: Path | None, depth: 
     items = load_suite(suite, data, limit=limit)
     if not items:
         raise VeriforgeError(f"suite {suite!r} has no items")
-    base = _config(config)
+    base = _config(config, reviewer)
     instructions = {item.instruction for item in items}
     shared = len(instructions) == 1
     if shared:  # the suite's answer format replaces the generic "Answer: <answer>" instruction

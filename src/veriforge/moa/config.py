@@ -81,15 +81,28 @@ class AgentConfig(_Section):
 
 
 class ReviewerConfig(_Section):
-    """The comparative Reviewer: pairwise judgements in both orders, rated by Bradley–Terry or Elo.
+    """The comparative Reviewer: pairwise judgements, rated by Bradley–Terry or Elo.
+
+    ``kind`` picks who judges a pair (``veriforge.moa.reviewers``): ``llm`` (a chat model, both orders;
+    ``model=None`` uses the aggregator's model), ``reward`` (a distilled reward model in the local
+    directory ``reward_model``; a tie when scores differ by at most ``tie_margin``) or ``judge`` (any
+    ``veriforge.rank`` judge named ``"module:attribute"``). Left unset, it is inferred from which of
+    ``reward_model`` / ``judge`` is given (else ``llm``), so the distilled reviewer is one line.
 
     ``budget`` chooses which pairs are judged after each layer: ``all_pairs`` (every new pair),
     ``swiss`` (``rounds`` Swiss rounds over the whole memory) or ``topk`` (new traces against the
     current top ``k`` and each other). ``max_comparisons`` caps comparisons per layer.
-    ``model=None`` uses the aggregator's model.
+    ``skip_known`` records pairs with identical responses or equal parsed answers as ties without
+    asking (counted in ``LayerStats.skipped_comparisons``); ``false`` asks anyway (the ablation).
     """
 
+    kind: Literal["llm", "reward", "judge"] | None = None
     model: str | None = None
+    reward_model: str | None = None
+    judge: str | None = None
+    tie_margin: float = Field(default=0.0, ge=0.0)
+    reward_max_length: int = Field(default=512, ge=8)
+    skip_known: bool = True
     budget: Literal["all_pairs", "swiss", "topk"] = "topk"
     rounds: int | None = Field(default=None, ge=1)
     k: int = Field(default=3, ge=1)
@@ -101,6 +114,24 @@ class ReviewerConfig(_Section):
     system: str | None = None
     template: str | None = None
     concurrency: int = Field(default=4, ge=1)
+
+    @model_validator(mode="after")
+    def _kind(self) -> ReviewerConfig:
+        """Infer ``kind`` and refuse settings that belong to another kind (they would be ignored silently)."""
+        if self.reward_model is not None and self.judge is not None:
+            raise ValueError("set reward_model or judge, not both")
+        inferred = "reward" if self.reward_model is not None else "judge" if self.judge is not None else "llm"
+        kind = self.kind or inferred
+        if kind == "reward" and self.reward_model is None:
+            raise ValueError('kind = "reward" needs reward_model = "PATH" (a `moa distill` output directory)')
+        if kind == "judge" and self.judge is None:
+            raise ValueError('kind = "judge" needs judge = "module:attribute"')
+        if kind != inferred:
+            raise ValueError(f"kind = {kind!r} but {inferred} settings are given")
+        if kind != "llm" and self.model is not None:
+            raise ValueError(f"model is the LLM judge's model; kind = {kind!r} makes no LLM request")
+        self.kind = kind
+        return self
 
 
 class RoutingConfig(_Section):
@@ -203,12 +234,14 @@ class MoAConfig(_Section):
         return first.model_copy(update={"name": "aggregator", "temperature": 0.0, "n": 1, "system": None})
 
     def reviewer_model(self) -> str | None:
+        """The LLM judge's model (only meaningful for ``reviewer.kind == "llm"``)."""
         return self.reviewer.model or self.aggregator_agent().model
 
     def models(self) -> list[str | None]:
-        """Every model string the run may call (``None``: the default model)."""
+        """Every model string the run may call (``None``: the default model); a ``reward`` or ``judge``
+        reviewer calls none, so no client is made for it."""
         names: list[str | None] = [a.model for a in self.proposers] + [self.aggregator_agent().model]
-        if self.method == "rem_moa":
+        if self.method == "rem_moa" and self.reviewer.kind == "llm":
             names.append(self.reviewer_model())
         return list(dict.fromkeys(names))
 

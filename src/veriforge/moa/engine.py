@@ -39,6 +39,7 @@ from veriforge.moa.extract import Extracted, Extractor, Verifier, as_extracted, 
 from veriforge.moa.memory import RankedTrace, ReasoningMemory, RefShown, Trace
 from veriforge.moa.prompts import aggregate_messages, proposer_messages
 from veriforge.moa.reviewer import Reviewer
+from veriforge.moa.reviewers import check_reviewer, make_backend
 from veriforge.moa.routing import Route, previous_layer_route, reference_diversity, route_layer, select_within_budget
 from veriforge.moa.tokens import TokenCounter, estimate_tokens
 
@@ -54,7 +55,9 @@ ClientSource = Mapping[str, Any] | Callable[[str], Any]
 
 class LayerStats(BaseModel):
     """What happened in one layer: traces, parse failures, reference diversity, dropped references,
-    and the Reviewer's comparisons (``inconsistent``: preferences that flipped with the order)."""
+    and the Reviewer's comparisons (``inconsistent``: preferences that flipped with the order;
+    ``skipped_comparisons``: pairs whose outcome was known — identical responses or equal parsed
+    answers — recorded as ties without a request, included in ``comparisons``)."""
 
     layer: int
     traces: int
@@ -65,6 +68,7 @@ class LayerStats(BaseModel):
     comparisons: int = 0
     inconsistent: int = 0
     failed_comparisons: int = 0
+    skipped_comparisons: int = 0
 
 
 class MoAResult(BaseModel):
@@ -148,6 +152,8 @@ class MoAEngine:
         self._owned: list[Any] = []
         for model in config.models():  # fail before any call when a model is missing
             self.model_name(model)
+        if config.method == "rem_moa":
+            check_reviewer(config.reviewer)  # a bad reward_model path or judge fails here, before any request
 
     # -------------------------------------------------------------------- clients
 
@@ -240,8 +246,9 @@ class MoAEngine:
     async def _rem_moa(self, question: str, memory: ReasoningMemory, account: RunAccount) -> MoAResult:
         cfg = self.config
         agents = cfg.layer_agents()
-        reviewer = Reviewer(MeteredClient(self.client(cfg.reviewer_model()), account, "reviewer"),
-                            cfg.reviewer, seed=cfg.seed)
+        backend = make_backend(cfg.reviewer,
+                               lambda: MeteredClient(self.client(cfg.reviewer_model()), account, "reviewer"))
+        reviewer = Reviewer(config=cfg.reviewer, seed=cfg.seed, backend=backend)
         stats: list[LayerStats] = []
         for layer in range(cfg.depth):
             routes: list[Route] = [Route(agent=a.name or "") for a in agents]
@@ -426,6 +433,7 @@ class MoAEngine:
             dropped_refs=sum(len(r.dropped) for r in routes), comparisons=len(outcomes),
             inconsistent=sum(1 for o in outcomes if o.consistent is False),
             failed_comparisons=sum(1 for o in outcomes if o.failed),
+            skipped_comparisons=sum(1 for o in outcomes if o.meta.get("skipped")),
         )
 
     def _event(self, memory: ReasoningMemory, kind: str, payload: dict[str, Any]) -> None:

@@ -1,12 +1,13 @@
-"""The Reviewer: ranks the whole reasoning memory with pairwise judgements in both orders.
+"""The Reviewer: ranks the whole reasoning memory with pairwise judgements.
 
 After each layer the new traces are compared with the memory through
-:class:`~veriforge.rank.PairwiseJudge` (each pair judged as A/B *and* B/A; a preference that does
-not survive the swap counts as a tie, so position bias cancels) and
 :func:`~veriforge.rank.run_tournament`, and the memory's ratings are refitted over *all* outcomes
-so far. Ratings are Bradley–Terry by default (order-independent, with standard errors) or Elo
-(sequential: later judgements weigh more; see docs/moa.md). The comparison budget is the main cost
-knob:
+so far. Who judges a pair is a pluggable back-end (:mod:`veriforge.moa.reviewers`): the LLM judge
+(:class:`~veriforge.rank.PairwiseJudge`, each pair judged as A/B *and* B/A; a preference that does
+not survive the swap counts as a tie, so position bias cancels), a distilled reward model, or any
+``veriforge.rank`` judge. Ratings are Bradley–Terry by default (order-independent, with standard
+errors) or Elo (sequential: later judgements weigh more; see docs/moa.md). The comparison budget is
+the main cost knob:
 
 * ``all_pairs`` — every pair not yet compared: n(n−1)/2 over the run, exact but quadratic;
 * ``swiss`` — ``rounds`` Swiss rounds over the whole memory (default ⌈log₂ n⌉+1), never repeating
@@ -15,6 +16,9 @@ knob:
   never re-judged, so cost per layer is about width·k + width²/2.
 
 ``max_comparisons`` caps one layer's comparisons (schedulers put the most useful pairs first).
+With ``skip_known`` a scheduled pair whose outcome is known — identical responses, or equal parsed
+answers — is recorded as a tie without asking the back-end (``Outcome.meta["skipped"]``); it still
+counts as one of the layer's scheduled comparisons.
 """
 
 from __future__ import annotations
@@ -24,26 +28,29 @@ from typing import Any
 
 from veriforge.moa.config import ReviewerConfig
 from veriforge.moa.memory import ReasoningMemory
-from veriforge.rank.judge import DEFAULT_SYSTEM, DEFAULT_TEMPLATE, PairwiseJudge
+from veriforge.moa.reviewers import LLMJudgeBackend, ReviewBackend, known_outcome, skipped_outcome
+from veriforge.rank.outcomes import Outcome
 from veriforge.rank.tournament import AllPairs, Scheduler, SwissRounds, TopKRefresh, TournamentResult, run_tournament
 
 __all__ = ["Reviewer"]
 
 
 class Reviewer:
-    """Ranks a :class:`ReasoningMemory` for one question; ``client`` is any ``chat``-capable client."""
+    """Ranks a :class:`ReasoningMemory` for one question.
 
-    def __init__(self, client: Any, config: ReviewerConfig | None = None, *, seed: int = 0) -> None:
+    ``backend`` judges the pairs (:mod:`veriforge.moa.reviewers`); without one, ``client`` (any
+    ``chat``-capable client) is wrapped in the LLM judge, as before back-ends were pluggable.
+    """
+
+    def __init__(self, client: Any = None, config: ReviewerConfig | None = None, *, seed: int = 0,
+                 backend: ReviewBackend | None = None) -> None:
         self.config = config or ReviewerConfig()
         self.seed = seed
-        self.judge = PairwiseJudge(
-            client,
-            template=self.config.template or DEFAULT_TEMPLATE,
-            system=self.config.system or DEFAULT_SYSTEM,
-            both_orders=self.config.both_orders,
-            temperature=self.config.temperature,
-            max_tokens=self.config.max_tokens,
-        )
+        if backend is None:
+            if client is None:
+                raise TypeError("Reviewer needs a client (LLM judge) or a backend")
+            backend = LLMJudgeBackend(client, self.config)
+        self.backend = backend
 
     def scheduler(self, new_ids: Sequence[str]) -> Scheduler:
         cfg = self.config
@@ -55,12 +62,19 @@ class Reviewer:
 
     async def review(self, memory: ReasoningMemory, question: str, new_ids: Sequence[str]) -> TournamentResult:
         """Judge the pairs the budget allows, refit ratings over all outcomes, store both in ``memory``."""
-        proposals = memory.proposals()
-        items = [t.id for t in proposals]
-        responses = {t.id: t.reasoning for t in proposals}
+        traces = {t.id: t for t in memory.proposals()}
+        judged = await self.backend.comparer(question, traces)
+        skip = self.config.skip_known
+
+        async def compare(a: str, b: str) -> Outcome:
+            reason = known_outcome(traces[a], traces[b]) if skip else None
+            if reason is not None:
+                return skipped_outcome(a, b, reason)
+            return await judged(a, b)
+
         result = await run_tournament(
-            items,
-            self.judge.comparer(question, responses),
+            list(traces),
+            compare,
             self.scheduler(new_ids),
             budget=self.config.max_comparisons,
             concurrency=self.config.concurrency,
