@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from veriforge.llm.errors import LLMRequestError
 from veriforge.llm.testing import FakeOpenAIServer
 from veriforge.moa.config import ReviewerConfig, load_config
 from veriforge.moa.engine import MoAEngine
@@ -155,7 +156,9 @@ class OracleJudge:
     async def judge(self, question: str, response_a: str, response_b: str, *, a: str = "a", b: str = "b",
                     meta: dict | None = None) -> Outcome:
         OracleJudge.calls += 1
-        ok = [self.world.correct(question, re.findall(r"Answer: (\S+)", r)[-1]) for r in (response_a, response_b)]
+        assert meta is not None and [meta["answer_a"], meta["answer_b"]] == [
+            re.findall(r"Answer: (\S+)", r)[-1] for r in (response_a, response_b)]
+        ok = [self.world.correct(question, meta[k]) for k in ("answer_a", "answer_b")]
         winner = "tie" if ok[0] == ok[1] else ("a" if ok[0] else "b")
         return Outcome(a=a, b=b, winner=winner, reason="oracle", meta=dict(meta or {}))
 
@@ -174,6 +177,37 @@ async def test_judge_kind_from_module_attribute() -> None:
                           ("veriforge.moa.reviewers:known_outcome", "no judge")]:
         with pytest.raises(MoAConfigError, match=message):
             MoAEngine(cfg.replace(reviewer={"judge": spec}), clients=_sim_clients(world))
+
+
+class FlakyJudge:
+    """Refuses some pairs with a veriforge error and answers others with the wrong type."""
+
+    def __init__(self, wrong_type: bool) -> None:
+        self.wrong_type = wrong_type
+
+    async def judge(self, question: str, response_a: str, response_b: str, **ids: object) -> object:
+        if self.wrong_type:
+            return "a"
+        raise LLMRequestError("judge server down", retryable=False, kind="test")
+
+
+def broken_judge() -> FlakyJudge:
+    return FlakyJudge(wrong_type=True)
+
+
+def down_judge() -> FlakyJudge:
+    return FlakyJudge(wrong_type=False)
+
+
+async def test_judge_errors_are_failed_outcomes_and_judge_bugs_propagate() -> None:
+    world = SimWorld(seed=1)
+    cfg = sim_config("rem_moa", 1, 3, reviewer=ReviewerConfig(judge=f"{__name__}:down_judge", skip_known=False))
+    result = await MoAEngine(cfg, clients=_sim_clients(world, reviewer=False)).run(world.question(0))
+    assert result.layers[0].failed_comparisons == result.layers[0].comparisons == 3
+    assert all("judge server down" in o.reason for o in result.memory.outcomes)
+    with pytest.raises(TypeError, match=r"not a veriforge\.rank\.Outcome"):
+        await MoAEngine(cfg.replace(reviewer={"judge": f"{__name__}:broken_judge", "skip_known": False}),
+                        clients=_sim_clients(world, reviewer=False)).run(world.question(0))
 
 
 # ------------------------------------------------------------------------------------ skipping

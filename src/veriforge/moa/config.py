@@ -17,6 +17,7 @@ The same tree drives every baseline, so a scaling grid changes only ``method``, 
     temperature = 0.7
 
     [reviewer]
+    # reward_model = "runs/distill/reviewer"   # a distilled reviewer instead of the LLM judge
     budget = "swiss"      # all_pairs | swiss | topk
     rounds = 3
     rating = "bradley_terry"

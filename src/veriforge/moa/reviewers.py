@@ -118,6 +118,9 @@ def load_reward_reviewer(path: str | Path, max_length: int = 512) -> tuple[Rewar
 
             try:
                 reviewer = RewardReviewer.from_pretrained(key[0], max_length=max_length)
+            except ImportError as exc:
+                raise MoAConfigError(f"[reviewer] reward_model: {key[0]}: a reward reviewer needs torch and "
+                                     f"transformers (install veriforge's train extra; {exc})") from exc
             except (OSError, ValueError, DistillError) as exc:
                 raise MoAConfigError(f"[reviewer] reward_model: {key[0]}: cannot be loaded "
                                      f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
@@ -199,7 +202,13 @@ def load_judge(spec: str) -> Any:
 
 
 class JudgeBackend:
-    """Any ``veriforge.rank``-style judge: ``judge(question, response_a, response_b, a=, b=, meta=)``."""
+    """Any ``veriforge.rank``-style judge: ``judge(question, response_a, response_b, a=, b=, meta=)``.
+
+    ``meta`` carries the traces' extracted answers (``answer_a``, ``answer_b``; ``None`` when not
+    parsed), so an exact-match or verifier-backed judge need not re-parse the texts. A
+    :class:`~veriforge.errors.VeriforgeError` from the judge becomes a failed outcome (as for the
+    LLM judge); any other exception is a bug and propagates.
+    """
 
     kind = "judge"
 
@@ -212,9 +221,9 @@ class JudgeBackend:
                                    meta={"answer_a": traces[a].answer, "answer_b": traces[b].answer})
             if inspect.isawaitable(out):
                 out = await out
-            if not isinstance(out, Outcome):
-                raise MoAConfigError(f"[reviewer] judge {type(self.judge).__name__}.judge returned "
-                                     f"{type(out).__name__}, not a veriforge.rank.Outcome")
+            if not isinstance(out, Outcome):  # a bug in the judge: propagates (not a failed comparison)
+                raise TypeError(f"[reviewer] judge {type(self.judge).__name__}.judge returned "
+                                f"{type(out).__name__}, not a veriforge.rank.Outcome")
             return out
 
         return compare
