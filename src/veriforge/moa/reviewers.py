@@ -95,7 +95,7 @@ class LLMJudgeBackend:
 
 
 # ------------------------------------------------------------------------------------ reward
-_REWARD_CACHE: dict[tuple[str, int], tuple[RewardReviewer, threading.Lock]] = {}
+_REWARD_CACHE: dict[tuple[str, int, float], tuple[RewardReviewer, threading.Lock]] = {}
 _REWARD_CACHE_LOCK = threading.Lock()
 
 
@@ -110,8 +110,9 @@ def _reward_dir(path: str | Path) -> Path:
 def load_reward_reviewer(path: str | Path, max_length: int = 512) -> tuple[RewardReviewer, threading.Lock]:
     """The reward model at ``path`` and the lock that serialises its forward passes, loaded once per
     process: the scaling runner builds an engine per item, and reloading weights per question would
-    cost more than the reviews."""
-    key = (str(_reward_dir(path)), max_length)
+    cost more than the reviews. A directory rewritten since (retrained in place) is loaded again."""
+    where = _reward_dir(path)
+    key = (str(where), max_length, max(f.stat().st_mtime for f in where.iterdir() if f.is_file()))
     with _REWARD_CACHE_LOCK:
         if key not in _REWARD_CACHE:
             from veriforge.moa.distill import DistillError, RewardReviewer
