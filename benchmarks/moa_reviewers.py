@@ -222,7 +222,9 @@ async def run(args: argparse.Namespace) -> None:
     world = _world(args)
     questions = [world.question(i) for i in range(args.questions)]
     started = time.monotonic()
-    print(f"Reviewer back-ends on the simulation: p={args.p}, q={args.q}, r={args.r}, seed={args.seed}\n")
+    policy = sim_config("rem_moa", 1, args.width).final.policy
+    print(f"Reviewer back-ends on the simulation: p={args.p}, q={args.q}, r={args.r}, seed={args.seed}, "
+          f"final policy {policy} (the config default)\n")
     await skipping(args, questions)
     with tempfile.TemporaryDirectory(prefix="moa-reviewers-") as tmp:
         out = Path(args.out) if args.out else Path(tmp)
