@@ -299,3 +299,25 @@ def test_cli_reviewer_option_selects_the_backend(cli_dir: Path, reward_dir: Path
                                          "--reviewer", f"reward:{cli_dir / 'missing'}"])
         assert bench.exit_code == 2 and str(cli_dir / "missing") in bench.output
         assert server.chat_requests == []
+
+
+def test_bench_with_a_reward_reviewer_makes_no_judge_requests_and_names_it_in_the_export(
+    cli_dir: Path, reward_dir: Path
+) -> None:
+    from veriforge.cli.moa_cmd import app
+    from veriforge.moa.distill import read_judgements
+
+    with FakeOpenAIServer(replies=_http_reply, models=["agent"]) as server:
+        (cli_dir / "moa.toml").write_text(f"[[proposers]]\nmodel = 'agent@{server.base_url}'\n"
+                                          "[reviewer]\nbudget = 'all_pairs'\nskip_known = false\n")
+        result = CliRunner().invoke(app, ["bench", "--suite", "gsm8k", "--limit", "2", "--depth", "2", "--width",
+                                          "2", "--methods", "rem_moa", "--config", "moa.toml", "--out", "out",
+                                          "--no-plots", "--export-distill", "distill",
+                                          "--reviewer", f"reward:{reward_dir}"])
+        assert result.exit_code == 0, result.output
+        assert not any("Which response is better" in r.body["messages"][-1]["content"]
+                       for r in server.chat_requests)
+    judged = read_judgements(cli_dir / "distill" / "judgements.jsonl")
+    assert len(judged) == 2 * 6  # two items, all pairs of 2 layers x 2 agents
+    assert {j.teacher for j in judged} == {f"reward:{reward_dir}"}
+    assert all(j.reason.startswith("reward ") for j in judged)

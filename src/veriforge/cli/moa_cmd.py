@@ -253,9 +253,11 @@ def _bench(ctx: typer.Context, suite: str, out: Path, data: Path | None, depth: 
         cells = asyncio.run(go())
         paths = writer.finish(cells, plots=plots)
         if export_distill is not None:
-            reviewer = probe.model_name(base.reviewer_model())
+            rc = base.reviewer  # a reward/judge reviewer is named by its spec, not the aggregator's model
+            judged_by = (probe.model_name(base.reviewer_model()) if rc.kind == "llm"
+                         else f"{rc.kind}:{rc.reward_model or rc.judge}")
             paths.update({f"distill_{k}": v for k, v in export(cells, store, export_distill,
-                                                               reviewer_model=reviewer).items()})
+                                                               reviewer_model=judged_by).items()})
     finally:
         store.close()
     return paths, cells
