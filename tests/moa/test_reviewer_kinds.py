@@ -321,3 +321,17 @@ def test_bench_with_a_reward_reviewer_makes_no_judge_requests_and_names_it_in_th
     assert len(judged) == 2 * 6  # two items, all pairs of 2 layers x 2 agents
     assert {j.teacher for j in judged} == {f"reward:{reward_dir}"}
     assert all(j.reason.startswith("reward ") for j in judged)
+
+
+def test_reward_reviewer_keeps_the_end_of_an_over_long_response(reward_dir: Path) -> None:
+    """Texts are cut from the left: the final answer (at the end) is what gets scored."""
+    from veriforge.moa.distill import RewardReviewer
+
+    reviewer = RewardReviewer.from_pretrained(reward_dir, max_length=16)
+    tail = "\nAnswer: 117" * 8
+    long_a, long_b = "I worked it out. " * 20 + tail, "adopted a reference (draw 987). " * 20 + tail
+    a, b = reviewer.scores([long_a, long_b], batch_size=1)
+    assert a == pytest.approx(b)  # same last 16 tokens, same score
+    c, d = reviewer.scores([tail + "I worked it out. " * 20, tail + "Answer: 100 " * 20], batch_size=1)
+    assert c != pytest.approx(d)  # different ends are scored differently
+    assert reviewer.tokenizer.truncation_side == "right"  # restored for training

@@ -284,12 +284,18 @@ class RewardReviewer:
         return cls(model, tok, **options)
 
     def scores(self, texts: Sequence[str], batch_size: int = 16) -> list[float]:
-        """Reward of each text (eval mode, no gradients)."""
+        """Reward of each text (eval mode, no gradients).
+
+        A text over ``max_length`` tokens keeps its *end*: a response's final answer comes last and is
+        what a correctness reviewer must see (training drops over-long pairs instead, and counts them).
+        """
         import torch
 
         was_training = self.model.training
         self.model.eval()
         out: list[float] = []
+        side = getattr(self.tokenizer, "truncation_side", "right")
+        self.tokenizer.truncation_side = "left"
         try:
             with torch.no_grad():
                 for i in range(0, len(texts), batch_size):
@@ -304,6 +310,7 @@ class RewardReviewer:
                     out.extend(float(x) for x in self.model(**batch).logits.squeeze(-1).tolist())
         finally:
             self.model.train(was_training)
+            self.tokenizer.truncation_side = side
         return out
 
     def score(self, question: str, response: str) -> float:

@@ -579,8 +579,8 @@ def export_distill(cells: Sequence[CellResult], store: RunStore, out_dir: str | 
                                "response": t.reasoning, "answer": t.answer, "method": cell.method,
                                "layer": t.layer, "agent": t.agent, "model": t.model})
             for o in memory.outcomes:
-                if o.a not in memory or o.b not in memory:
-                    continue
+                if o.a not in memory or o.b not in memory or o.meta.get("skipped"):
+                    continue  # a skipped pair (known outcome) is no teacher verdict: never train or score on it
                 judged.append(JudgedPair(question_id=item.run_id, question=question, a_id=o.a,
                                          response_a=memory[o.a].reasoning, b_id=o.b, response_b=memory[o.b].reasoning,
                                          verdict=o.winner, teacher=reviewer_model, consistent=o.consistent,
