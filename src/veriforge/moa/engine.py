@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 __all__ = ["RUN_KIND", "LayerStats", "MoAEngine", "MoAResult", "majority_vote"]
 
 RUN_KIND = "moa"
+#: Run-state key of a run's spend so far (a resumed run continues its account from it).
+STATE_SPEND = "moa.spend"
 
 ClientSource = Mapping[str, Any] | Callable[[str], Any]
 
@@ -74,7 +76,8 @@ class LayerStats(BaseModel):
 class MoAResult(BaseModel):
     """The answer of a run, the ranking it came from, and what it cost.
 
-    For ReM-MoA, ``policy_texts``/``policy_answers`` hold what every final-answer policy would have
+    ``account`` and ``seconds`` (engine time) cover every attempt of a resumed run. For ReM-MoA,
+    ``policy_texts``/``policy_answers`` hold what every final-answer policy would have
     answered (``aggregate`` only when it ran), so a benchmark can score them all from one run.
     """
 
@@ -91,6 +94,7 @@ class MoAResult(BaseModel):
     layers: list[LayerStats] = Field(default_factory=list)
     account: dict[str, Any] = Field(default_factory=dict)
     resumed_layers: int = 0
+    seconds: float = 0.0
     policy_texts: dict[str, str] = Field(default_factory=dict)
     policy_answers: dict[str, str | None] = Field(default_factory=dict)
     memory: ReasoningMemory | None = Field(default=None, exclude=True, repr=False)
@@ -202,22 +206,36 @@ class MoAEngine:
     async def run(self, question: str, *, run_id: str | None = None) -> MoAResult:
         """Answer ``question``; with a store and an unfinished ``run_id``, resume after its stored layers."""
         cfg = self.config
-        account = RunAccount()
         memory, run_id = self._open(question, run_id)
+        account = RunAccount.from_dict(self.store.get_state(run_id, STATE_SPEND) if self.store is not None else None)
         resumed = memory.layers_done
         try:
             result = await self._dispatch(question, memory, account)
         except BaseException:
             if self.store is not None:
+                self._checkpoint(memory, account)
                 self.store.finish_run(run_id, "failed")
             raise
         result = result.model_copy(update={"question": question, "account": account.to_dict(),
-                                           "resumed_layers": resumed, "memory": memory})
+                                           "seconds": account.seconds, "resumed_layers": resumed,
+                                           "memory": memory})
         if self.store is not None:
+            self._checkpoint(memory, account)
             summary = {"answer": result.answer, "parsed": result.parsed, "account": result.account,
                        "method": cfg.method}
             self.store.finish_run(run_id, "done", summary)
         return result
+
+    def _checkpoint(self, memory: ReasoningMemory, account: RunAccount) -> None:
+        """Store the run's spend so far: after a kill, a resumed run's account still covers every
+        request whose answer was kept (each agent's traces, each verdict, each finished layer)."""
+        if self.store is not None:
+            self.store.set_state(memory.run_id, STATE_SPEND, account.to_state())
+
+    def spent(self, run_id: str) -> dict[str, Any]:
+        """A stored run's spend so far (``MoAResult.account`` layout, with ``seconds``), e.g. of a run
+        that failed; empty without a store or before the first checkpoint."""
+        return dict(self.store.get_state(run_id, STATE_SPEND) or {}) if self.store is not None else {}
 
     def _open(self, question: str, run_id: str | None) -> tuple[ReasoningMemory, str]:
         import uuid
@@ -247,19 +265,22 @@ class MoAEngine:
         cfg = self.config
         agents = cfg.layer_agents()
         backend = make_backend(cfg.reviewer,
-                               lambda: MeteredClient(self.client(cfg.reviewer_model()), account, "reviewer"))
+                               lambda: MeteredClient(self.client(cfg.reviewer_model()), account, "reviewer",
+                                                     journal=memory if self.store is not None else None,
+                                                     checkpoint=lambda: self._checkpoint(memory, account)))
         reviewer = Reviewer(config=cfg.reviewer, seed=cfg.seed, backend=backend)
         stats: list[LayerStats] = []
+        names = [a.name or "" for a in agents]
         for layer in range(cfg.depth):
-            routes: list[Route] = [Route(agent=a.name or "") for a in agents]
-            if layer >= memory.layers_done:
-                if layer > 0:
-                    routes = route_layer(memory, [a.name or "" for a in agents], cfg.routing, layer, self.count)
-                traces = await self._propose_layer(question, memory, account, layer, agents, routes, style="rem")
-                memory.add(traces)
+            routes = self._routes(memory, layer, agents, lambda view, layer=layer: route_layer(
+                view, names, cfg.routing, layer, self.count))
+            await self._propose_layer(question, memory, account, layer, agents, routes, style="rem")
             unreviewed = [t.id for t in memory.proposals()
-                          if memory.ratings is None or t.id not in memory.ratings.scores]
-            review = await reviewer.review(memory, question, unreviewed) if unreviewed else None
+                          if t.layer <= layer and (memory.ratings is None or t.id not in memory.ratings.scores)]
+            review = (await reviewer.review(memory, question, unreviewed, upto_layer=layer,
+                                            checkpoint=lambda: self._checkpoint(memory, account))
+                      if unreviewed else None)
+            self._checkpoint(memory, account)
             stats.append(self._stats(memory, layer, routes, review))
             self._event(memory, "layer", stats[-1].model_dump(mode="json"))
         return await self._final_rem(question, memory, account, stats)
@@ -273,14 +294,11 @@ class MoAEngine:
         else:
             agents = cfg.layer_agents()
         stats: list[LayerStats] = []
+        names = [a.name or "" for a in agents]
         for layer in range(cfg.depth):
-            names = [a.name or "" for a in agents]
-            routes = [Route(agent=n) for n in names]
-            if layer >= memory.layers_done:
-                if layer > 0:
-                    routes = previous_layer_route(memory, names, layer, cfg.routing.max_reference_tokens, self.count)
-                traces = await self._propose_layer(question, memory, account, layer, agents, routes, style="moa")
-                memory.add(traces)
+            routes = self._routes(memory, layer, agents, lambda view, layer=layer: previous_layer_route(
+                view, names, layer, cfg.routing.max_reference_tokens, self.count))
+            await self._propose_layer(question, memory, account, layer, agents, routes, style="moa")
             stats.append(self._stats(memory, layer, routes, None))
             self._event(memory, "layer", stats[-1].model_dump(mode="json"))
         last = memory.layer(cfg.depth - 1)
@@ -292,9 +310,7 @@ class MoAEngine:
         cfg = self.config
         first = cfg.layer_agents()[0]
         agent = first.model_copy(update={"n": cfg.depth * cfg.layer_width})
-        if memory.layers_done == 0:
-            memory.add(await self._propose_layer(question, memory, account, 0, [agent], [Route(agent="")],
-                                                 style="rem"))
+        await self._propose_layer(question, memory, account, 0, [agent], [Route(agent="")], style="rem")
         traces = memory.layer(0)
         winner = majority_vote([t.answer for t in traces])
         chosen = next((t for t in traces if winner is not None and t.answer == winner), traces[0])
@@ -304,24 +320,54 @@ class MoAEngine:
 
     async def _single(self, question: str, memory: ReasoningMemory, account: RunAccount) -> MoAResult:
         agent = self.config.layer_agents()[0].model_copy(update={"n": 1})
-        if memory.layers_done == 0:
-            memory.add(await self._propose_layer(question, memory, account, 0, [agent], [Route(agent="")],
-                                                 style="rem"))
+        await self._propose_layer(question, memory, account, 0, [agent], [Route(agent="")], style="rem")
         trace = memory.layer(0)[0]
         extracted = Extracted(trace.answer, trace.parsed, "single")
         return self._result(memory, trace.reasoning, extracted, [trace.id], [self._stats(memory, 0, [], None)])
 
     # ------------------------------------------------------------------- pieces
 
+    @staticmethod
+    def _stored(memory: ReasoningMemory, layer: int, index: int, agent: AgentConfig) -> list[Trace]:
+        """Agent ``index``'s traces of ``layer`` if all its samples are stored (a resumed run), else []."""
+        prefix = f"L{layer}A{index}s"
+        mine = [t for t in memory.layer(layer) if t.id.startswith(prefix)]
+        return mine if len(mine) >= agent.n else []
+
+    def _routes(self, memory: ReasoningMemory, layer: int, agents: Sequence[AgentConfig],
+                route: Callable[[ReasoningMemory], list[Route]]) -> list[Route]:
+        """What each agent of ``layer`` is shown. A fully stored layer keeps the references its traces
+        record; otherwise ``route`` runs over the memory as it was before the layer, so agents resumed
+        after a kill get exactly the references their interrupted call had."""
+        stored = [self._stored(memory, layer, k, a) for k, a in enumerate(agents)]
+        if all(stored):
+            return [Route(agent=a.name or "", refs=list(t[0].references), dropped=list(t[0].dropped))
+                    for a, t in zip(agents, stored, strict=True)]
+        if layer == 0:
+            return [Route(agent=a.name or "") for a in agents]
+        return route(memory.view_before(layer))
+
     async def _propose_layer(
         self, question: str, memory: ReasoningMemory, account: RunAccount, layer: int,
         agents: Sequence[AgentConfig], routes: Sequence[Route], *, style: str,
     ) -> list[Trace]:
-        """Call every agent of a layer concurrently; one trace per sample."""
-        calls = [self._propose(question, memory, account, layer, k, agent, route, style)
-                 for k, (agent, route) in enumerate(zip(agents, routes, strict=True))]
-        batches = await asyncio.gather(*calls)
-        return [t for batch in batches for t in batch]
+        """Call every agent of a layer concurrently (one trace per sample), skipping agents whose traces
+        are already stored; each agent's traces are stored as soon as its call returns."""
+
+        async def one(k: int, agent: AgentConfig, route: Route) -> list[Trace]:
+            done = self._stored(memory, layer, k, agent)
+            if done:
+                return done
+            traces = await self._propose(question, memory, account, layer, k, agent, route, style)
+            memory.persist(traces)
+            self._checkpoint(memory, account)
+            return traces
+
+        batches = await asyncio.gather(*(one(k, a, r) for k, (a, r) in
+                                         enumerate(zip(agents, routes, strict=True))))
+        traces = [t for batch in batches for t in batch]
+        memory.add(t for t in traces if t.id not in memory)
+        return traces
 
     async def _propose(
         self, question: str, memory: ReasoningMemory, account: RunAccount, layer: int, index: int,
@@ -359,6 +405,8 @@ class MoAEngine:
         if not refs:
             raise MoAError("nothing to aggregate: every reference exceeded final.max_reference_tokens "
                            f"({len(dropped)} dropped); raise the budget")
+        if "final" in memory:  # a resumed run whose aggregation was stored before the kill
+            return memory["final"]
         cfg = self.config
         agent = cfg.aggregator_agent()
         messages = aggregate_messages(question, cfg.instruction, refs, memory, style=style)

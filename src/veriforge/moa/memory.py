@@ -11,12 +11,22 @@ Two kinds of evidence sit beside each trace and are never mixed:
   and the :class:`~veriforge.rank.Ratings` fitted from them (:meth:`ReasoningMemory.score`).
 
 Persistence: the run store's ``records`` table, keyed by run — namespace ``moa.trace`` (key
-``<run>/<trace id>``), ``moa.outcome`` (``<run>/<seq>``) and ``moa.ratings`` (``<run>``) — so
-:meth:`ReasoningMemory.load` rebuilds the same memory after a restart.
+``<run>/<trace id>``), ``moa.outcome`` (``<run>/<seq>``), ``moa.ratings`` (``<run>``) and
+``moa.pending`` (``<run>/<a>|<b>``: a verdict of a review that has not finished yet) and
+``moa.journal`` (``<run>/<request hash>#<occurrence>``: each answered reviewer request, so half of
+a both-orders pair is not asked twice) —
+so :meth:`ReasoningMemory.load` rebuilds the same memory after a restart, and a resumed run asks
+for nothing that was already answered: each agent's traces are stored as its call returns, each
+comparison as its verdict arrives.
+
+Order: traces named by the engine (``L<layer>A<agent>s<sample>``, ``final``) are kept in (layer,
+agent, sample) order whatever order their calls finished in, so a resumed run ranks ties exactly
+like an uninterrupted one; other ids keep the order they were added.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -28,12 +38,16 @@ from veriforge.rank.ratings import Ratings
 if TYPE_CHECKING:
     from veriforge.core.store import RunStore
 
-__all__ = ["NS_OUTCOME", "NS_RATINGS", "NS_TRACE", "DroppedRef", "RankedTrace", "ReasoningMemory", "RefShown",
-           "Trace"]
+__all__ = ["NS_JOURNAL", "NS_OUTCOME", "NS_PENDING", "NS_RATINGS", "NS_TRACE", "DroppedRef", "RankedTrace",
+           "ReasoningMemory", "RefShown", "Trace"]
 
 NS_TRACE = "moa.trace"
 NS_OUTCOME = "moa.outcome"
 NS_RATINGS = "moa.ratings"
+NS_PENDING = "moa.pending"
+NS_JOURNAL = "moa.journal"
+
+_ENGINE_ID = re.compile(r"L(\d+)A(\d+)s(\d+)")
 
 Label = Literal["good", "failed", "previous"]
 
@@ -110,6 +124,8 @@ class ReasoningMemory:
         self._traces: dict[str, Trace] = {}
         self.outcomes: list[Outcome] = []
         self.ratings: Ratings | None = None
+        self.pending: dict[str, Outcome] = {}
+        self._journal_seen: dict[str, int] = {}
 
     # ------------------------------------------------------------------ contents
 
@@ -172,11 +188,56 @@ class ReasoningMemory:
         batch = list(traces)
         for t in batch:
             self._traces[t.id] = t
+        self._sort()
+        self.persist(batch)
+
+    def persist(self, traces: Iterable[Trace]) -> None:
+        """Write traces to the store only (a layer's agents as each returns; :meth:`add` them later)."""
+        batch = list(traces)
         if self.store is not None and batch:
             with self.store.transaction():
                 for t in batch:
                     self.store.put_record(NS_TRACE, f"{self.run_id}/{t.id}", t.model_dump(mode="json"),
                                           run_id=self.run_id)
+
+    def _sort(self) -> None:
+        """Engine-named traces in (layer, agent, sample) order, ``final`` last; else insertion order."""
+        keys = {}
+        for tid in self._traces:
+            m = _ENGINE_ID.fullmatch(tid)
+            if m is None and tid != "final":
+                return
+            keys[tid] = (1, 0, 0, 0) if m is None else (0, int(m[1]), int(m[2]), int(m[3]))
+        self._traces = dict(sorted(self._traces.items(), key=lambda kv: keys[kv[0]]))
+
+    def view_before(self, layer: int) -> ReasoningMemory:
+        """An unpersisted copy holding only proposals of layers before ``layer``, with the same
+        outcomes and ratings: the memory as it was when ``layer`` was routed."""
+        view = ReasoningMemory(self.run_id, None)
+        view._traces = {t.id: t for t in self.proposals() if t.layer < layer}
+        view.outcomes, view.ratings = list(self.outcomes), self.ratings
+        return view
+
+    def journal_next(self, request_key: str) -> tuple[str, Any]:
+        """The journal key of this occurrence of a request in this attempt, and the answer an earlier
+        attempt of the run stored under it (``None``: ask). Occurrences are counted so a request made
+        twice is replayed at most as often as it was answered."""
+        k = self._journal_seen.get(request_key, 0)
+        self._journal_seen[request_key] = k + 1
+        key = f"{self.run_id}/{request_key}#{k}"
+        return key, (self.store.get_record(NS_JOURNAL, key) if self.store is not None else None)
+
+    def journal_put(self, key: str, value: Any) -> None:
+        """Keep an answered request (a reviewer call) so a restart replays it instead of asking."""
+        if self.store is not None:
+            self.store.put_record(NS_JOURNAL, key, value, run_id=self.run_id)
+
+    def remember_pending(self, key: str, outcome: Outcome) -> None:
+        """Keep a verdict of a review in progress, so a restart does not ask for it again."""
+        self.pending[key] = outcome
+        if self.store is not None:
+            self.store.put_record(NS_PENDING, f"{self.run_id}/{key}", outcome.model_dump(mode="json"),
+                                  run_id=self.run_id)
 
     def update(self, trace: Trace) -> None:
         """Replace a stored trace (e.g. after its verifier result arrived)."""
@@ -205,8 +266,12 @@ class ReasoningMemory:
         for rec in store.records(NS_TRACE, run_id=run_id):
             trace = Trace.model_validate(rec.value)
             memory._traces[trace.id] = trace
+        memory._sort()
         outcomes = sorted(store.records(NS_OUTCOME, run_id=run_id), key=lambda r: r.key)
         memory.outcomes = [Outcome.model_validate(r.value) for r in outcomes]
         ratings = store.get_record(NS_RATINGS, run_id)
         memory.ratings = Ratings.model_validate(ratings) if ratings is not None else None
+        prefix = f"{run_id}/"
+        memory.pending = {r.key[len(prefix):]: Outcome.model_validate(r.value)
+                          for r in store.records(NS_PENDING, run_id=run_id)}
         return memory

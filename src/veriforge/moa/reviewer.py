@@ -23,7 +23,7 @@ counts as one of the layer's scheduled comparisons.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from veriforge.moa.config import ReviewerConfig
@@ -60,9 +60,17 @@ class Reviewer:
             return SwissRounds(rounds=cfg.rounds, seed=self.seed)
         return TopKRefresh(new_items=list(new_ids), k=cfg.k)
 
-    async def review(self, memory: ReasoningMemory, question: str, new_ids: Sequence[str]) -> TournamentResult:
-        """Judge the pairs the budget allows, refit ratings over all outcomes, store both in ``memory``."""
-        traces = {t.id: t for t in memory.proposals()}
+    async def review(self, memory: ReasoningMemory, question: str, new_ids: Sequence[str],
+                     checkpoint: Callable[[], None] | None = None, upto_layer: int | None = None) -> TournamentResult:
+        """Judge the pairs the budget allows, refit ratings over all outcomes, store both in ``memory``.
+
+        Each verdict is kept in the memory as it arrives (:meth:`ReasoningMemory.remember_pending`,
+        then ``checkpoint()``), so a review interrupted by a kill is replayed from those verdicts
+        without asking the reviewer again (the schedule is deterministic given the same outcomes).
+        Failed judgements are not kept: a restart retries them. ``upto_layer`` leaves later layers out
+        (a resumed run may already hold some traces of the next layer; they are reviewed after it).
+        """
+        traces = {t.id: t for t in memory.proposals() if upto_layer is None or t.layer <= upto_layer}
         judged = await self.backend.comparer(question, traces)
         skip = self.config.skip_known
 
@@ -70,7 +78,15 @@ class Reviewer:
             reason = known_outcome(traces[a], traces[b]) if skip else None
             if reason is not None:
                 return skipped_outcome(a, b, reason)
-            return await judged(a, b)
+            key = f"{a}|{b}"
+            if key in memory.pending:
+                return memory.pending[key]
+            outcome = await judged(a, b)
+            if not outcome.failed:
+                memory.remember_pending(key, outcome)
+                if checkpoint is not None:
+                    checkpoint()
+            return outcome
 
         result = await run_tournament(
             list(traces),

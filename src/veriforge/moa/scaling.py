@@ -15,7 +15,7 @@ grids with the cache off (the CLI does) when cost matters.
 Resumable and failure-tolerant (with a :class:`~veriforge.core.store.RunStore` and a bench id):
 
 * every item of every cell is an engine run with a deterministic id ``<bench>/<method>-d<D>-w<W>/<item>``,
-  so an interrupted item resumes from its stored layers;
+  so an interrupted item resumes where it stopped (stored traces and verdicts are not asked again);
 * a finished item's :class:`ItemResult` is stored (namespace ``moa.bench_item``) and read back
   instead of asking the models again, so a killed grid resumes without repeating finished requests;
 * an item whose run raises a :class:`~veriforge.errors.VeriforgeError` (an LLM failure after
@@ -37,8 +37,6 @@ from typing import TYPE_CHECKING, Any
 
 from veriforge.core.hashing import content_hash
 from veriforge.errors import StoreError, VeriforgeError
-from veriforge.llm.accounting import Totals
-from veriforge.moa.accounting import RunAccount
 from veriforge.moa.config import METHODS, MoAConfig
 from veriforge.moa.engine import MoAEngine, MoAResult
 from veriforge.moa.errors import MoAConfigError
@@ -57,8 +55,6 @@ ScoreFn = Callable[[Any, str], Any]
 #: Store namespaces: one record per finished item (key: its engine run id) and per finished cell.
 NS_BENCH_ITEM = "moa.bench_item"
 NS_BENCH_CELL = "moa.bench_cell"
-#: Run-state key under which a bench item's engine run keeps its spend so far (see :class:`_BenchEngine`).
-STATE_SPEND = "bench.spend"
 
 #: ReM-MoA's final-answer policies, scored side by side from one run when the engine reports them.
 POLICIES = ("aggregate", "top", "vote", "weighted_vote")
@@ -215,52 +211,6 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:500]
 
 
-class _BenchEngine(MoAEngine):
-    """The engine, keeping a run's spend in the run store as it goes.
-
-    The engine's :class:`RunAccount` lives only in memory, so a run resumed after an interruption
-    would report just what the resumed part spent, and a failed run nothing. This subclass seeds
-    the account from the run's stored spend, saves it after every finished layer and when the run
-    fails or is cancelled, and keeps it readable after a failure (:meth:`spend`). After a hard kill,
-    what was spent since the last finished layer is not counted (those results are lost too and are
-    requested again). (Engine hook wished for: the engine persisting its account per layer itself.)
-    """
-
-    _account: RunAccount | None = None
-    _run_id: str | None = None
-    _before: float = 0.0
-    _started: float | None = None
-
-    async def _dispatch(self, question: str, memory: ReasoningMemory, account: RunAccount) -> MoAResult:
-        prior = (self.store.get_state(memory.run_id, STATE_SPEND) or {}) if self.store is not None else {}
-        names = {f.name for f in fields(Totals)}
-        for role, totals in (prior.get("roles") or {}).items():
-            account.roles[role] = Totals(**{k: v for k, v in totals.items() if k in names})
-        self._account, self._run_id = account, memory.run_id
-        self._before, self._started = float(prior.get("seconds", 0.0)), time.monotonic()
-        try:
-            return await super()._dispatch(question, memory, account)
-        finally:
-            self._save_spend()
-
-    def spend(self) -> dict[str, Any]:
-        """The run's spend so far (``roles`` as in ``MoAResult.account``) and its engine seconds,
-        earlier interrupted attempts included."""
-        seconds = self._before + (time.monotonic() - self._started if self._started is not None else 0.0)
-        account = self._account.to_dict() if self._account is not None else RunAccount().to_dict()
-        return {**account, "seconds": seconds}
-
-    def _save_spend(self) -> None:
-        if self.store is not None and self._run_id is not None:
-            spend = self.spend()
-            self.store.set_state(self._run_id, STATE_SPEND, {"roles": spend["roles"], "seconds": spend["seconds"]})
-
-    def _event(self, memory: ReasoningMemory, kind: str, payload: dict[str, Any]) -> None:
-        super()._event(memory, kind, payload)
-        if kind == "layer":
-            self._save_spend()
-
-
 async def run_grid(
     items: Sequence[Any],
     base: MoAConfig,
@@ -357,17 +307,18 @@ async def _run_item(item: Any, config: MoAConfig, config_hash: str, run_id: str 
     """
     item_id = str(getattr(item, "id", ""))
     answered = stored if stored is not None and "text" in stored else None
-    engine: _BenchEngine | None = None
+    engine: MoAEngine | None = None
+    engine_run = _engine_run_id(store, run_id)
     try:
         if answered is None:
             extractor = extractor_for(item) if extractor_for is not None else default_extractor
-            engine = _BenchEngine(config, extractor=extractor, store=store, **options)
+            engine = MoAEngine(config, extractor=extractor, store=store, **options)
             try:
-                result: MoAResult = await engine.run(question_of(item), run_id=_engine_run_id(store, run_id))
+                result: MoAResult = await engine.run(question_of(item), run_id=engine_run)
             finally:
                 await engine.aclose()
             answered = {"text": result.text, "answer": result.answer, "account": result.account,
-                        "seconds": engine.spend()["seconds"], "run_id": result.run_id,
+                        "seconds": result.seconds, "run_id": result.run_id,
                         "policy_texts": dict(getattr(result, "policy_texts", None) or {}),
                         "config_hash": config_hash, "error": None}
             if store is not None and run_id is not None:
@@ -380,7 +331,8 @@ async def _run_item(item: Any, config: MoAConfig, config_hash: str, run_id: str 
     except StoreError:
         raise  # the store itself is broken: not one item's failure
     except VeriforgeError as exc:
-        spend = answered["account"] if answered is not None else engine.spend() if engine is not None else {}
+        spend = (answered["account"] if answered is not None
+                 else engine.spent(engine_run) if engine is not None and engine_run is not None else {})
         failed = ItemResult(item_id=item_id, answer=None, correct=False, parse_failed=False,
                             tokens=int(spend.get("total_tokens", 0)), cost_usd=spend.get("cost_usd"),
                             calls=int(spend.get("calls", 0)),
