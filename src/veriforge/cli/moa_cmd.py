@@ -34,11 +34,22 @@ def _settings(ctx: typer.Context) -> Any:
     return state(ctx).settings()
 
 
-def _config(path: Path | None, reviewer: str | None = None, **overrides: Any) -> Any:
-    from veriforge.moa.config import MoAConfig, load_config
+FINAL_HELP = ("ReM-MoA final answer: weighted_vote (default), top, vote or aggregate (overrides [final] policy; "
+              "docs/moa.md, Final answer).")
+
+
+def _config(path: Path | None, reviewer: str | None = None, final: str | None = None,
+            evaluate_all: bool | None = None, **overrides: Any) -> Any:
+    from veriforge.moa.config import FINAL_POLICIES, MoAConfig, load_config
+    from veriforge.moa.errors import MoAConfigError
 
     cfg = load_config(path) if path is not None else MoAConfig()
     changes = {k: v for k, v in overrides.items() if v is not None}
+    if final is not None or evaluate_all is not None:
+        if final is not None and final not in FINAL_POLICIES:
+            raise MoAConfigError(f"--final {final!r}: choose one of {', '.join(FINAL_POLICIES)}")
+        changes["final"] = {**cfg.final.model_dump(), **({"policy": final} if final is not None else {}),
+                            **({"evaluate_all": evaluate_all} if evaluate_all is not None else {})}
     if reviewer is not None:  # --reviewer SPEC replaces the [reviewer] kind (veriforge.moa.reviewers)
         from veriforge.moa.reviewers import reviewer_spec_updates
 
@@ -61,6 +72,7 @@ def ask_cmd(
                                                                          "(input for `moa distill`).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     reviewer: Annotated[str | None, typer.Option("--reviewer", help=REVIEWER_HELP)] = None,
+    final: Annotated[str | None, typer.Option("--final", help=FINAL_HELP)] = None,
 ) -> None:
     """Answer QUESTION with ReM-MoA (or a baseline); print the answer and the memory's ranking."""
     try:
@@ -68,7 +80,7 @@ def ask_cmd(
         from veriforge.moa.engine import MoAEngine
 
         settings = _settings(ctx)
-        cfg = _config(config, reviewer, method=method, depth=depth, width=width)
+        cfg = _config(config, reviewer, final, method=method, depth=depth, width=width)
         store = RunStore.from_settings(settings)
         engine = MoAEngine(cfg, default_model=model, settings=settings, store=store)
 
@@ -113,6 +125,9 @@ def _print_result(result: Any) -> None:
     console.print(f"[bold]tokens[/] {spend.get('total_tokens', 0)}  [bold]calls[/] {spend.get('calls', 0)}  "
                   f"[bold]cost[/] {cost}")
     console.print(f"[bold]references[/] {', '.join(result.final_refs)}")
+    if result.policy_answers:  # what every final-answer policy says, so a disagreement is visible
+        console.print("[bold]final policies[/] " + "  ".join(
+            f"{name}={answer}" for name, answer in result.policy_answers.items()))
     typer.echo(result.text.strip())
     typer.echo(f"\nANSWER: {result.answer if result.parsed else '(no answer could be extracted)'}")
 
@@ -144,6 +159,11 @@ def bench_cmd(
                                                                               "(judgements.jsonl) here, for "
                                                                               "`moa distill`.")] = None,
     reviewer: Annotated[str | None, typer.Option("--reviewer", help=REVIEWER_HELP)] = None,
+    final: Annotated[str | None, typer.Option("--final", help=FINAL_HELP)] = None,
+    all_policies: Annotated[bool, typer.Option(
+        "--all-policies/--configured-policy", help="ReM-MoA cells: also run the aggregator when another policy "
+        "answers, so every final policy is scored from the same runs (its spend is reported apart: the "
+        "noagg_* columns are what the free policies cost).")] = True,
 ) -> None:
     """Depth × width grid for ReM-MoA and the baselines over a suite; writes a table and plots.
 
@@ -154,7 +174,7 @@ def bench_cmd(
     try:
         result_paths, cells = _bench(ctx, suite, out, data, depth, width, methods, config, model, limit,
                                      concurrency, cache, plots, run_id, export_distill,
-                                     reviewer=reviewer)
+                                     reviewer=reviewer, final=final, all_policies=all_policies)
     except VeriforgeError as exc:
         _fail(str(exc))
         return
@@ -188,7 +208,7 @@ def bench_id_for(suite: str, items: list[Any], config: Any, methods: list[str], 
 def _bench(ctx: typer.Context, suite: str, out: Path, data: Path | None, depth: str, width: str, methods: str,
            config: Path | None, model: str | None, limit: int | None, concurrency: int, cache: bool,
            plots: bool, run_id: str | None = None, export_distill: Path | None = None,
-           reviewer: str | None = None,
+           reviewer: str | None = None, final: str | None = None, all_policies: bool = True,
            ) -> tuple[dict[str, Path], list[Any]]:
     import sys
 
@@ -206,7 +226,7 @@ def _bench(ctx: typer.Context, suite: str, out: Path, data: Path | None, depth: 
     items = load_suite(suite, data, limit=limit)
     if not items:
         raise VeriforgeError(f"suite {suite!r} has no items")
-    base = _config(config, reviewer)
+    base = _config(config, reviewer, final, evaluate_all=True if all_policies else None)
     instructions = {item.instruction for item in items}
     shared = len(instructions) == 1
     if shared:  # the suite's answer format replaces the generic "Answer: <answer>" instruction
