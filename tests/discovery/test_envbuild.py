@@ -71,7 +71,7 @@ def test_offline_install_from_wheel_dir(tmp_path):
         root=tmp_path / "envs",
     )
     assert "vfdemo==1.2.3" in env.lock and env.mode == "install"
-    with pytest.raises(EnvironmentBuildError, match="dependency install failed"):
+    with pytest.raises(EnvironmentBuildError, match="dependency resolution failed"):
         build_environment(
             ["vfdemo>=2"],
             ["vfdemo"],

@@ -12,9 +12,14 @@ Two modes:
   must already work, and the lock records the installed versions of the needed distributions and
   their dependencies.
 
-Environments are keyed by (mode, interpreter, requirement specifiers, wheel dir), so tasks with the
-same needs share one, across builds too; a file lock makes concurrent builders wait for each other.
-Failures raise :class:`EnvironmentBuildError` -- always an *infrastructure* failure.
+In ``install`` mode the requirement set is first *resolved* (``pip install --dry-run --report``
+against this interpreter, :func:`resolve_pins`), under the repository's era when one is given
+(:mod:`veriforge.discovery.era`: ``name<=version`` constraints of releases before the date, relaxed
+per package where pip finds no way to honour them), then the exact pins are installed ``--no-deps``.
+Environments are keyed by (mode, interpreter, *resolved pins*), so tasks whose requirements resolve
+to the same lock share one venv, across builds too; a file lock makes concurrent builders wait for
+each other. Each environment records its size on disk (``disk_bytes``) so a build can report the
+disk cost per task. Failures raise :class:`EnvironmentBuildError` -- always an *infrastructure* failure.
 """
 
 from __future__ import annotations
@@ -22,20 +27,26 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import site
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from veriforge.core.hashing import content_hash
 from veriforge.core.paths import cache_dir
 from veriforge.discovery.errors import EnvironmentBuildError
 
-__all__ = ["ENV_MODES", "TaskEnv", "build_environment", "env_python"]
+if TYPE_CHECKING:
+    from veriforge.discovery.era import Era, EraResolution, PackageIndex
+
+__all__ = ["ENV_MODES", "Resolution", "TaskEnv", "build_environment", "dir_bytes", "env_python", "resolve_pins"]
 
 ENV_MODES = ("install", "reuse")
 INSTALL_TIMEOUT_S = 1800
@@ -88,12 +99,41 @@ class TaskEnv:
     installer: str
     cached: bool  # True when an existing environment was reused
     seconds: float
+    disk_bytes: int = 0  # size of the environment folder (shared by every task using it)
+    era: dict[str, object] | None = None  # EraResolution.to_dict(): date, constraints, relaxed
 
     def to_dict(self) -> dict[str, object]:
         return {
             k: getattr(self, k)
-            for k in ("python", "python_version", "mode", "env_dir", "installer", "cached", "seconds")
+            for k in (
+                "python",
+                "python_version",
+                "mode",
+                "env_dir",
+                "installer",
+                "cached",
+                "seconds",
+                "disk_bytes",
+                "era",
+            )
         } | {"locked": len(self.lock)}
+
+
+def dir_bytes(path: str | Path) -> int:
+    """Bytes used by the files under ``path`` (symlinks not followed; hard links counted once)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_blocks * 512 if hasattr(st, "st_blocks") else st.st_size
+    return total
 
 
 def env_python(env_dir: Path) -> Path:
@@ -172,30 +212,157 @@ def _freeze(py: Path, installer: str) -> list[str]:
     )
 
 
-def _install(py: Path, specs: list[str], installer: str, wheel_dir: str | None, offline: bool) -> None:
-    if not specs:
+def _sources(wheel_dir: str | None, offline: bool) -> list[str]:
+    if offline:
+        return ["--no-index", "--find-links", str(wheel_dir)]
+    return ["--find-links", str(wheel_dir)] if wheel_dir else []
+
+
+def _install(py: Path, pins: list[str], installer: str, wheel_dir: str | None, offline: bool) -> None:
+    """Install the exact resolved ``pins`` (``--no-deps``: the resolution already chose every one)."""
+    if not pins:
         return
     wheels = str(cache_dir("wheels"))
-    source = (
-        ["--no-index", "--find-links", str(wheel_dir)]
-        if offline
-        else (["--find-links", str(wheel_dir)] if wheel_dir else [])
-    )
+    source = _sources(wheel_dir, offline)
     if installer == "uv":
-        cmd = ["uv", "pip", "install", "--python", str(py), "--cache-dir", wheels, *source, *specs]
+        cmd = ["uv", "pip", "install", "--python", str(py), "--no-deps", "--cache-dir", wheels, *source, *pins]
         if offline:
             cmd.insert(3, "--offline")
     else:
+        cmd = [*_pip(py), "install", "--no-input", "--no-deps", "--cache-dir", wheels, *source, *pins]
+    _run(cmd, INSTALL_TIMEOUT_S, "dependency install")
+
+
+@dataclass
+class Resolution:
+    """What ``resolve_pins`` chose: exact pins plus the era record."""
+
+    pins: list[str]  # "name==version", sorted
+    era: EraResolution | None
+    rounds: int
+
+
+_NO_MATCH = re.compile(r"No matching distribution found for ([A-Za-z0-9][A-Za-z0-9._-]*)")
+_USER_REQ = re.compile(r"The user requested \(constraint\) ([A-Za-z0-9][A-Za-z0-9._-]*)")
+_COLLECTING = re.compile(r"^Collecting ([A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
+MAX_RESOLVE_ROUNDS = 8
+
+
+def _dry_run(
+    specs: list[str], constraints: list[str], wheel_dir: str | None, offline: bool
+) -> tuple[list[str] | None, str]:
+    """``(pins, "")`` from ``pip install --dry-run --report`` for this interpreter, or ``(None, stderr)``."""
+    with tempfile.TemporaryDirectory(prefix="veriforge-resolve-") as tmp:
+        cfile, report = Path(tmp) / "constraints.txt", Path(tmp) / "report.json"
+        cfile.write_text("\n".join(constraints) + "\n")
         cmd = [
-            *_pip(py),
+            sys.executable,
+            "-m",
+            "pip",
+            "--disable-pip-version-check",
             "install",
             "--no-input",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            str(report),
             "--cache-dir",
-            wheels,
-            *source,
+            str(cache_dir("wheels")),
+            "-c",
+            str(cfile),
+            *_sources(wheel_dir, offline),
             *specs,
         ]
-    _run(cmd, INSTALL_TIMEOUT_S, "dependency install")
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise EnvironmentBuildError(f"dependency resolution could not run: {exc}") from exc
+        if proc.returncode != 0 or not report.is_file():
+            return None, (proc.stderr or proc.stdout)
+        data = json.loads(report.read_text())
+    pins = {
+        f"{item['metadata']['name']}=={item['metadata']['version']}" for item in data.get("install", [])
+    }
+    return sorted(pins, key=str.lower), ""
+
+
+def _blame(stderr: str, era_res: EraResolution, direct: set[str]) -> list[tuple[str, str]]:
+    """Which capped distributions a failed resolution points at, each with the reason to relax it."""
+    from veriforge.discovery.deps import canonical
+
+    capped = {n for n, p in era_res.pins.items() if p.version}
+    hits = [(canonical(n), "no matching distribution under the era cap") for n in _NO_MATCH.findall(stderr)]
+    hits += [(canonical(n), "conflicts with another requirement under the era cap") for n in _USER_REQ.findall(stderr)]
+    if not hits and ("metadata-generation-failed" in stderr or "subprocess-exited-with-error" in stderr):
+        last = _COLLECTING.findall(stderr)
+        if last:
+            hits.append((canonical(last[-1]), "the era release does not build on this interpreter"))
+    hits = [(n, why) for n, why in hits if n in capped]
+    if hits:
+        return hits
+    transitive = sorted(capped - direct)  # a conflict pip did not name: loosen dependencies first
+    why = "resolution failed under the era cut"
+    return [(n, why) for n in transitive] or [(n, why) for n in sorted(capped)]
+
+
+def resolve_pins(
+    specs: list[str],
+    dists: list[str],
+    *,
+    era: Era | None = None,
+    index: PackageIndex | None = None,
+    wheel_dir: str | None = None,
+    offline: bool = False,
+) -> Resolution:
+    """Resolve ``specs`` to exact pins for this interpreter, under ``era`` when given.
+
+    Every distribution of the resolution (the dependencies too, not just ``dists``) gets an era cap;
+    caps are added until the resolution is closed under them, and relaxed one reason at a time when
+    pip cannot honour them (recorded in :attr:`Resolution.era`).
+    """
+    from veriforge.discovery.deps import canonical
+    from veriforge.discovery.era import era_constraints
+
+    era_res: EraResolution | None = None
+    specifiers: dict[str, str] = {}
+    for spec in specs:
+        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(.*)$", spec)
+        if m:
+            specifiers[canonical(m.group(1))] = m.group(2)
+    if era is not None:
+        if index is None:
+            from veriforge.discovery.era import FindLinksIndex, PyPIIndex
+
+            index = FindLinksIndex(wheel_dir) if offline and wheel_dir else PyPIIndex()
+        era_res = era_constraints(dists, index, era, specifiers=specifiers)
+    direct = {canonical(d) for d in dists}
+    last_err = ""
+    for rounds in range(1, MAX_RESOLVE_ROUNDS + 1):
+        pins, err = _dry_run(specs, era_res.constraints() if era_res else [], wheel_dir, offline)
+        if pins is None:
+            last_err = err
+            if era_res is None:
+                break
+            blamed = _blame(err, era_res, direct)
+            if not any(era_res.relax(n, why) for n, why in blamed):
+                break
+            continue
+        if era_res is None or index is None:
+            return Resolution(pins, None, rounds)
+        names = [canonical(p.split("==", 1)[0]) for p in pins]
+        new = [n for n in names if n not in era_res.pins]
+        if not new:
+            return Resolution(pins, era_res, rounds)
+        era_constraints(new, index, era_res.era, specifiers=specifiers, known=era_res)  # type: ignore[arg-type]
+        from packaging.version import Version
+
+        chosen = {canonical(a): Version(b) for a, b in (p.split("==", 1) for p in pins)}
+        lower = [n for n in new if era_res.pins[n].version and Version(str(era_res.pins[n].version)) < chosen[n]]
+        if not lower:
+            return Resolution(pins, era_res, rounds)
+    tail = "\n".join(last_err.strip().splitlines()[-15:])
+    raise EnvironmentBuildError(f"dependency resolution failed:\n{tail}")
 
 
 def build_environment(
@@ -207,27 +374,38 @@ def build_environment(
     wheel_dir: str | Path | None = None,
     offline: bool = False,
     root: Path | None = None,
+    era: Era | None = None,
+    index: PackageIndex | None = None,
 ) -> TaskEnv:
     """Create (or reuse) the environment for ``specs`` and lock it.
 
-    ``dists`` are the canonical distribution names (for the reuse-mode lock); ``imports`` are checked
-    to import in the finished environment, so a missing or broken dependency is caught here, as an
-    infrastructure failure, rather than in the gold run.
+    ``dists`` are the canonical distribution names (for the reuse-mode lock and the era caps);
+    ``imports`` are checked to import in the finished environment, so a missing or broken dependency
+    is caught here, as an infrastructure failure, rather than in the gold run. ``era`` (install mode)
+    resolves with releases from before that date; ``index`` says where release dates come from
+    (default: PyPI, or the wheel directory when offline).
     """
     if mode not in ENV_MODES:
         raise EnvironmentBuildError(f"unknown environment mode {mode!r} (choose from {', '.join(ENV_MODES)})")
     if offline and not wheel_dir and mode == "install":
         raise EnvironmentBuildError("offline installs need a local wheel directory (--wheel-dir)")
     installer = "uv" if mode == "install" and shutil.which("uv") else "pip"
+    t0 = time.perf_counter()
+    resolution: Resolution | None = None
+    if mode == "install":
+        resolution = resolve_pins(
+            specs, dists, era=era, index=index, wheel_dir=str(wheel_dir) if wheel_dir else None, offline=offline
+        )
+    era_record = resolution.era.to_dict() if resolution and resolution.era else None
     key = content_hash(
         json.dumps(
             {
                 "mode": mode,
                 "python": sys.version,
                 "exe": sys.executable,
-                "specs": sorted(specs),
-                "wheel_dir": str(wheel_dir or ""),
-                "offline": offline,
+                # install: the resolved lock (tasks with different specifiers but the same resolution
+                # share one venv); reuse: the specifiers (nothing is resolved)
+                "pins": resolution.pins if resolution else sorted(specs),
                 "installer": installer,
             },
             sort_keys=True,
@@ -237,7 +415,6 @@ def build_environment(
     root.mkdir(parents=True, exist_ok=True)
     env_dir = root / f"{mode}-{key}"
     ready = env_dir / "veriforge-env.json"
-    t0 = time.perf_counter()
     with open(root / f"{mode}-{key}.lock", "w") as lockfile:
         fcntl.flock(lockfile, fcntl.LOCK_EX)
         if ready.is_file():
@@ -251,6 +428,8 @@ def build_environment(
                 installer=installer,
                 cached=True,
                 seconds=time.perf_counter() - t0,
+                disk_bytes=int(data.get("disk_bytes", 0)),
+                era=era_record,
             )
         shutil.rmtree(env_dir, ignore_errors=True)  # a half-built environment from a killed build
         try:
@@ -270,7 +449,8 @@ def build_environment(
                     "\n".join(_parent_site_dirs()) + "\n"
                 )
             else:
-                _install(py, specs, installer, str(wheel_dir) if wheel_dir else None, offline)
+                assert resolution is not None
+                _install(py, resolution.pins, installer, str(wheel_dir) if wheel_dir else None, offline)
             bad = _check_imports(py, imports)
             if bad:
                 detail = "; ".join(f"{m}: {e}" for m, e in sorted(bad.items()))
@@ -280,7 +460,13 @@ def build_environment(
         except BaseException:
             shutil.rmtree(env_dir, ignore_errors=True)
             raise
-        ready.write_text(json.dumps({"lock": lock, "python_version": version, "specs": specs}, indent=1))
+        size = dir_bytes(env_dir)
+        ready.write_text(
+            json.dumps(
+                {"lock": lock, "python_version": version, "specs": specs, "disk_bytes": size, "era": era_record},
+                indent=1,
+            )
+        )
         return TaskEnv(
             python=str(py),
             lock=lock,
@@ -290,4 +476,6 @@ def build_environment(
             installer=installer,
             cached=False,
             seconds=time.perf_counter() - t0,
+            disk_bytes=size,
+            era=era_record,
         )

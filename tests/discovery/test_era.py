@@ -1,0 +1,173 @@
+"""Environments of the repository's era: the date from git, the per-package release selection, the
+pip resolution under era caps (offline, tiny hand-written wheels with set upload times), lock-keyed
+sharing and disk accounting."""
+
+import base64
+import hashlib
+import os
+import subprocess
+import zipfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from packaging.tags import Tag
+
+from veriforge.discovery.envbuild import build_environment, resolve_pins
+from veriforge.discovery.era import (
+    Era,
+    FindLinksIndex,
+    Release,
+    era_of,
+    parse_era,
+    select_release,
+)
+from veriforge.discovery.errors import EnvironmentBuildError
+
+CP311 = {Tag("cp311", "cp311", "manylinux_2_17_x86_64"), Tag("py3", "none", "any")}
+
+
+def _d(text: str) -> datetime:
+    return parse_era(text)
+
+
+def test_parse_era_date_means_end_of_day_and_rejects_garbage():
+    assert parse_era("2019-05-01") == datetime(2019, 5, 1, 23, 59, 59, tzinfo=UTC)
+    assert parse_era("2019-05-01T10:00:00+02:00").utcoffset() is not None
+    with pytest.raises(EnvironmentBuildError):
+        parse_era("last spring")
+
+
+def test_select_newest_before_cut_that_installs_here():
+    rels = [
+        Release("1.14.0", _d("2018-01-10"), None, ("numpy-1.14.0-cp36-cp36m-manylinux1_x86_64.whl", "numpy-1.14.0.zip")),
+        Release("1.15.0", _d("2018-07-20"), None, ("numpy-1.15.0-cp37-cp37m-manylinux1_x86_64.whl",)),
+        Release("1.23.2", _d("2022-08-14"), ">=3.8", ("numpy-1.23.2-cp311-cp311-manylinux_2_17_x86_64.whl",)),
+        Release("1.23.1", _d("2022-07-08"), ">=3.8", ("numpy-1.23.1-cp310-cp310-manylinux_2_17_x86_64.whl",)),
+        Release("2.0.0", _d("2024-06-16"), ">=3.9", ("numpy-2.0.0-cp311-cp311-manylinux_2_17_x86_64.whl",)),
+    ]
+    # 2018: no release then has a cp311 wheel -> the first later release that does, recorded as relaxed
+    pin = select_release("numpy", rels, _d("2018-12-31"), python="3.11.7", tags=CP311)
+    assert pin.version == "1.23.2" and "no release before 2018-12-31 installs on Python 3.11.7" in pin.relaxed
+    assert "newest then: 1.15.0" in pin.relaxed
+    # 2023: the newest installable release before the cut, not 2.0
+    pin = select_release("numpy", rels, _d("2023-01-01"), python="3.11.7", tags=CP311)
+    assert (pin.version, pin.relaxed) == ("1.23.2", None)
+    # the repository's own specifier still applies
+    pin = select_release("numpy", rels, _d("2025-01-01"), specifier="<2", python="3.11.7", tags=CP311)
+    assert pin.version == "1.23.2"
+
+
+def test_select_pure_python_sdist_requires_python_prerelease_and_yanked():
+    rels = [
+        Release("0.9", _d("2017-03-01"), None, ("tool-0.9.tar.gz",)),  # sdist only: pure Python of its era
+        Release("1.0rc1", _d("2017-06-01"), None, ("tool-1.0rc1-py3-none-any.whl",)),
+        Release("1.0", _d("2017-08-01"), None, ("tool-1.0-py3-none-any.whl",), yanked=True),
+        Release("1.1", _d("2017-09-01"), "<3.8", ("tool-1.1-py3-none-any.whl",)),  # not for 3.11
+    ]
+    assert select_release("tool", rels, _d("2018-01-01"), python="3.11.7", tags=CP311).version == "0.9"
+    late = select_release("tool", rels, _d("2016-01-01"), python="3.11.7", tags=CP311)
+    assert late.version == "0.9" and late.relaxed == "first released after 2016-01-01"
+    none = select_release("tool", rels, _d("2018-01-01"), specifier=">=5", python="3.11.7", tags=CP311)
+    assert none.version is None and ">=5" in none.relaxed
+
+
+def _git(cwd: Path, *args: str, when: str | None = None) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@x"
+    if when:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = when
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def test_era_of_uses_the_scripts_last_commit_and_says_when_a_clone_is_shallow(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "analysis.py").write_text("print(1)\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "a", when="2018-03-04T12:00:00+00:00")
+    (repo / "README.md").write_text("later\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "b", when="2021-06-07T12:00:00+00:00")
+    era = era_of(repo, "analysis.py")
+    assert era.date.date().isoformat() == "2018-03-04" and era.source == "git log -- analysis.py"
+    assert era_of(repo).date.year == 2021 and era_of(repo).source == "git HEAD"
+    shallow = tmp_path / "shallow"
+    _git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow))
+    got = era_of(shallow, "analysis.py")
+    assert got.date.year == 2021 and "shallow" in got.source
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert era_of(plain, "x.py") is None
+
+
+def _wheel(dest: Path, name: str, version: str, when: str, requires: tuple[str, ...] = ()) -> Path:
+    """A pure-Python wheel written by hand, its mtime standing for the upload date."""
+    dist = f"{name}-{version}"
+    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(
+        f"Requires-Dist: {r}\n" for r in requires
+    )
+    files = {
+        f"{name}/__init__.py": f"VALUE = {version!r}\n".encode(),
+        f"{dist}.dist-info/METADATA": meta.encode(),
+        f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [
+        f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}"
+        for p, d in files.items()
+    ]
+    files[f"{dist}.dist-info/RECORD"] = ("\n".join([*record, f"{dist}.dist-info/RECORD,,"]) + "\n").encode()
+    out = dest / f"{dist}-py3-none-any.whl"
+    with zipfile.ZipFile(out, "w") as zf:
+        for path, data in files.items():
+            zf.writestr(path, data)
+    stamp = _d(when).timestamp()
+    os.utime(out, (stamp, stamp))
+    return out
+
+
+@pytest.fixture
+def wheels(tmp_path: Path) -> Path:
+    w = tmp_path / "wheels"
+    w.mkdir()
+    _wheel(w, "eradep", "1.0", "2019-01-01")
+    _wheel(w, "eradep", "2.0", "2023-01-01")
+    _wheel(w, "eraprobe", "1.0", "2019-02-01", ("eradep",))
+    _wheel(w, "eraprobe", "2.0", "2023-02-01", ("eradep>=2",))
+    _wheel(w, "eranew", "3.0", "2022-05-01")
+    return w
+
+
+def test_find_links_index_dates_are_file_mtimes(wheels):
+    rels = {r.version: r.uploaded.year for r in FindLinksIndex(wheels).releases("eraprobe")}
+    assert rels == {"1.0": 2019, "2.0": 2023}
+
+
+@pytest.mark.slow
+def test_resolution_under_the_era_caps_dependencies_and_relaxes_what_did_not_exist(wheels):
+    era = Era(_d("2020-06-01"), "configured")
+    res = resolve_pins(["eraprobe", "eranew"], ["eraprobe", "eranew"], era=era, wheel_dir=str(wheels), offline=True)
+    assert res.pins == ["eradep==1.0", "eranew==3.0", "eraprobe==1.0"]  # eradep: capped although transitive
+    rec = res.era.to_dict()
+    assert rec["relaxed"] == {"eranew": "first released after 2020-06-01"}
+    assert "eradep<=1.0" in rec["constraints"] and rec["era"]["source"] == "configured"
+    today = resolve_pins(["eraprobe"], ["eraprobe"], wheel_dir=str(wheels), offline=True)
+    assert today.pins == ["eradep==2.0", "eraprobe==2.0"] and today.era is None
+    # a repository pin that the era cannot honour is relaxed, not fatal
+    pinned = resolve_pins(["eraprobe==2.0"], ["eraprobe"], era=era, wheel_dir=str(wheels), offline=True)
+    assert pinned.pins == ["eradep==2.0", "eraprobe==2.0"]
+    assert set(pinned.era.to_dict()["relaxed"]) == {"eraprobe", "eradep"}
+
+
+@pytest.mark.slow
+def test_environments_are_keyed_by_the_resolved_lock_and_report_disk(wheels, tmp_path):
+    era = Era(_d("2020-06-01"), "configured")
+    kw = {"mode": "install", "wheel_dir": wheels, "offline": True, "root": tmp_path / "envs", "era": era}
+    a = build_environment(["eraprobe"], ["eraprobe"], ["eraprobe"], **kw)
+    assert "eraprobe==1.0" in a.lock and "eradep==1.0" in a.lock and not a.cached
+    assert a.disk_bytes > 0 and a.era["constraints"]
+    b = build_environment(["eraprobe<2"], ["eraprobe"], ["eraprobe"], **kw)  # other specs, same lock
+    assert b.cached and b.env_dir == a.env_dir and b.disk_bytes == a.disk_bytes
+    c = build_environment(["eraprobe"], ["eraprobe"], ["eraprobe"], **{**kw, "era": None})
+    assert c.env_dir != a.env_dir and "eraprobe==2.0" in c.lock
