@@ -40,7 +40,9 @@ def test_parse_era_date_means_end_of_day_and_rejects_garbage():
 
 def test_select_newest_before_cut_that_installs_here():
     rels = [
-        Release("1.14.0", _d("2018-01-10"), None, ("numpy-1.14.0-cp36-cp36m-manylinux1_x86_64.whl", "numpy-1.14.0.zip")),
+        Release(
+            "1.14.0", _d("2018-01-10"), None, ("numpy-1.14.0-cp36-cp36m-manylinux1_x86_64.whl", "numpy-1.14.0.zip")
+        ),
         Release("1.15.0", _d("2018-07-20"), None, ("numpy-1.15.0-cp37-cp37m-manylinux1_x86_64.whl",)),
         Release("1.23.2", _d("2022-08-14"), ">=3.8", ("numpy-1.23.2-cp311-cp311-manylinux_2_17_x86_64.whl",)),
         Release("1.23.1", _d("2022-07-08"), ">=3.8", ("numpy-1.23.1-cp310-cp310-manylinux_2_17_x86_64.whl",)),

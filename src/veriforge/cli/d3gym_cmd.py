@@ -53,8 +53,26 @@ def print_build_report(report: Any) -> None:
         f"environments: {s['environments']} ({s['environments_ok']} task(s) ok) | gold runs passing: "
         f"{s['gold_runs_passing']} | evaluators validated: {s['evaluators_validated']}, rejected: "
         f"{s['evaluators_rejected']} | built: {s['tasks_built']} | infrastructure failures: "
-        f"{s['infrastructure_failures']}, program failures: {s['program_failures']} | {s['seconds']:.1f} s"
+        f"{s['infrastructure_failures']}, program failures: {s['program_failures']}, machine failures: "
+        f"{s.get('machine_failures', 0)} | {s['seconds']:.1f} s"
     )
+    reasons = s.get("failures", {}).get("by_reason", {})
+    if reasons:
+        console.print("failures by reason: " + ", ".join(f"{k} {v}" for k, v in reasons.items()))
+    rep, era, disk = s.get("repairs", {}), s.get("era", {}), s.get("disk", {})
+    if rep.get("applied"):
+        console.print(
+            f"gold runs repaired: {rep['gold_runs_repaired']} | repairs applied: "
+            + ", ".join(f"{k} {v}" for k, v in rep["applied"].items())
+        )
+    if era.get("tasks_with_era"):
+        relaxed = ", ".join(f"{k} {v}" for k, v in era.get("relaxed", {}).items()) or "none"
+        console.print(f"environments of the repository's era: {era['tasks_with_era']} task(s) | relaxed: {relaxed}")
+    if disk.get("per_task_bytes"):
+        console.print(
+            f"environment disk: {disk['environments_bytes'] / 2**20:.1f} MiB in all, "
+            f"{disk['mean_per_task_mb']:.1f} MiB per task (shared environments split between their tasks)"
+        )
 
 
 @app.command("build")
@@ -78,6 +96,17 @@ def build_cmd(
     ] = "install",
     timeout: Annotated[float, typer.Option("--timeout", help="Gold-run timeout in seconds.")] = 600.0,
     domain: Annotated[str, typer.Option("--domain", help="Scientific domain recorded in task.json.")] = "",
+    era: Annotated[
+        str,
+        typer.Option(
+            "--era",
+            help="Package era of install-mode environments: auto (last git commit of each script), "
+            "off (today's packages) or an ISO date.",
+        ),
+    ] = "auto",
+    repair: Annotated[
+        bool, typer.Option("--repair/--no-repair", help="Repair gold programs failing on library drift.")
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Mine REPO, build and validate its tasks into OUT, and print the per-stage report."""
@@ -92,6 +121,8 @@ def build_cmd(
             timeout_s=timeout,
             jobs=jobs,
             domain=domain,
+            era=era,
+            repair=repair,
         )
         with RunStore() as store:
             client = _client(model, store)

@@ -37,6 +37,10 @@ STAGES = ("standalone", "env", "gold", "preview", "instruction", "evalsynth", "p
 RECORD_NS = "d3gym.stage"
 REJECTED = ".rejected"
 INFRA_STAGES = {"env"}
+MAX_RULE_REPAIRS = 4  # successive rule repairs of one gold program (each fixes one error class)
+MAX_MODEL_REPAIRS = 2  # model-proposed repairs when no rule applies
+UNREPAIRABLE = {"timeout", "memory", "missing-data", "system-tool", "system-library"}
+MODEL_REPAIRABLE = {"exception", "library-drift", "cpu-count", "exit-code", "dependency"}
 
 
 @dataclass
@@ -52,6 +56,8 @@ class BuildConfig:
     validate_reruns: int = 2
     max_source_bytes: int = 200_000
     max_dataset_mb: int = 200
+    era: str = "auto"  # "auto": git date of the script | "off": today's packages | an ISO date
+    repair: bool = True  # rule-based (and, with a model, model-driven) repair of a failing gold run
 
     def fingerprint(self, *names: str) -> dict[str, Any]:
         return {n: getattr(self, n) for n in names}
@@ -101,7 +107,65 @@ class BuildReport:
             "tasks_built": len(self.built),
             "infrastructure_failures": sum(1 for t in self.tasks if t.failure_kind == "infrastructure"),
             "program_failures": sum(1 for t in self.tasks if t.failure_kind == "program"),
+            "machine_failures": sum(1 for t in self.tasks if t.failure_kind == "machine"),
+            "failures": self._failures(),
+            "repairs": self._repairs(),
+            "era": self._era(),
+            "disk": self._disk(),
             "seconds": round(self.seconds, 2),
+        }
+
+    def _failures(self) -> dict[str, dict[str, int]]:
+        """Failed/rejected tasks counted per kind and per ``stage/code`` (codes: ``goldrun.failure_class``)."""
+        by_kind: dict[str, int] = {}
+        by_reason: dict[str, int] = {}
+        for t in self.tasks:
+            if not t.failed_stage:
+                continue
+            kind = t.failure_kind or "unknown"
+            code = t.stages.get(t.failed_stage, {}).get("detail", {}).get("code") or kind
+            by_kind[kind] = by_kind.get(kind, 0) + 1
+            key = f"{t.failed_stage}/{code}"
+            by_reason[key] = by_reason.get(key, 0) + 1
+        return {"by_kind": dict(sorted(by_kind.items())), "by_reason": dict(sorted(by_reason.items()))}
+
+    def _repairs(self) -> dict[str, Any]:
+        """Gold runs that passed only after a repair, and which repairs were applied (ok or not)."""
+        applied: dict[str, int] = {}
+        fixed = 0
+        for t in self.tasks:
+            reps = t.stages.get("gold", {}).get("detail", {}).get("repairs") or []
+            for r in reps:
+                applied[r["by"]] = applied.get(r["by"], 0) + 1
+            fixed += bool(reps) and t.stages.get("gold", {}).get("status") in ("done", "cached")
+        return {"gold_runs_repaired": fixed, "applied": dict(sorted(applied.items()))}
+
+    def _era(self) -> dict[str, Any]:
+        """How many environments were resolved as of an era, and which packages had to be relaxed."""
+        dated, relaxed = 0, {}
+        for t in self.tasks:
+            era = t.stages.get("env", {}).get("detail", {}).get("era") or {}
+            if era.get("era"):
+                dated += 1
+            for name in era.get("relaxed") or {}:
+                relaxed[name] = relaxed.get(name, 0) + 1
+        return {"tasks_with_era": dated, "relaxed": dict(sorted(relaxed.items()))}
+
+    def _disk(self) -> dict[str, Any]:
+        """Disk of the environments; each task is charged its environment's size / tasks sharing it."""
+        users: dict[str, list[str]] = {}
+        size: dict[str, int] = {}
+        for t in self.tasks:
+            detail = t.stages.get("env", {}).get("detail", {})
+            if detail.get("env_dir"):
+                users.setdefault(detail["env_dir"], []).append(t.instance_id)
+                size[detail["env_dir"]] = int(detail.get("disk_bytes") or 0)
+        per_task = {iid: size[d] // len(ids) for d, ids in users.items() for iid in ids}
+        total = sum(size.values())
+        return {
+            "environments_bytes": total,
+            "per_task_bytes": per_task,
+            "mean_per_task_mb": round(total / len(per_task) / 2**20, 1) if per_task else 0.0,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -203,9 +267,14 @@ class _TaskBuilder:
                 "env",
                 self.env,
                 self._has("env/requirements.lock"),
-                self.cfg.fingerprint("env_mode", "offline", "wheel_dir"),
+                self.cfg.fingerprint("env_mode", "offline", "wheel_dir", "era"),
             ),
-            ("gold", self.gold, self._has("gold_results"), self.cfg.fingerprint("timeout_s", "memory_mb")),
+            (
+                "gold",
+                self.gold,
+                self._has("gold_results"),
+                self.cfg.fingerprint("timeout_s", "memory_mb", "repair") | {"model": bool(self.client)},
+            ),
             ("preview", self.preview, lambda: True, {}),
             (
                 "instruction",
@@ -313,6 +382,7 @@ class _TaskBuilder:
         calls = [r["call"] for r in self.cand.reads + self.cand.writes]
         reqs = resolve_requirements(self.cand.imports, self.repo_root, calls=calls, local_modules=local)
         imports = [m for m in self.cand.imports if m not in local and _third_party(m)]
+        era = self._era()
         try:
             env = build_environment(
                 reqs.specs,
@@ -321,31 +391,74 @@ class _TaskBuilder:
                 mode=self.cfg.env_mode,
                 wheel_dir=self.cfg.wheel_dir,
                 offline=self.cfg.offline,
+                era=era,
             )
         except EnvironmentBuildError as exc:
-            raise StageFailed("env", "infrastructure", str(exc), {"requirements": reqs.to_dict()}) from exc
+            code = "env-resolve" if "resolution" in str(exc) else "env-import" if "import" in str(exc) else "env"
+            detail = {"requirements": reqs.to_dict(), "code": code, "era": era.to_dict() if era else None}
+            raise StageFailed("env", "infrastructure", str(exc), detail) from exc
         (self.dir / "env").mkdir(exist_ok=True)
         (self.dir / "env" / "requirements.lock").write_text("\n".join(env.lock) + "\n", encoding="utf-8")
         (self.dir / "env" / "python_version").write_text(env.python_version + "\n", encoding="utf-8")
         (self.dir / "env" / "requirements.in").write_text("\n".join(reqs.specs) + "\n", encoding="utf-8")
-        return env.to_dict() | {"requirements": reqs.to_dict()}
+        era_record = env.era or {"era": era.to_dict() if era else None, "constraints": [], "relaxed": {}}
+        return env.to_dict() | {"requirements": reqs.to_dict(), "era": era_record}
+
+    def _era(self) -> Any:
+        """The environment's cut-off date: ``cfg.era`` "auto" (git), "off", or an ISO date."""
+        from veriforge.discovery.era import Era, era_of, parse_era
+
+        if self.cfg.era == "off" or self.cfg.env_mode != "install":
+            return None
+        if self.cfg.era == "auto":
+            return era_of(self.repo_root, self.cand.path)
+        return Era(parse_era(self.cfg.era), "configured")
 
     def gold(self) -> dict[str, Any]:
         from veriforge.discovery.goldrun import run_gold
+        from veriforge.discovery.repair import Repair, apply_rules, model_repair, unified_diff
 
         env = self.state["env"]
         expected = self.state["standalone"]["outputs"]
-        res = run_gold(
-            self.dir,
-            self.state["standalone"]["program_name"],
-            env["python"],
-            expected,
-            timeout_s=self.cfg.timeout_s,
-            memory_mb=self.cfg.memory_mb,
-        )
+        name = self.state["standalone"]["program_name"]
+        path = self.dir / "gold_program" / name
+
+        def attempt() -> Any:
+            return run_gold(
+                self.dir, name, env["python"], expected, timeout_s=self.cfg.timeout_s, memory_mb=self.cfg.memory_mb
+            )
+
+        res = attempt()
+        original = path.read_text(encoding="utf-8")
+        repairs: list[Repair] = []
+        rule_budget, model_budget = MAX_RULE_REPAIRS, MAX_MODEL_REPAIRS if self.client else 0
+        while not res.ok and self.cfg.repair and res.code not in UNREPAIRABLE:
+            source = path.read_text(encoding="utf-8")
+            fixed = apply_rules(source, res.stderr_tail) if rule_budget else None
+            if fixed is not None:
+                new, by = fixed[0], f"rule:{fixed[1].name}"
+                rule_budget -= 1
+            elif model_budget and res.code in MODEL_REPAIRABLE:
+                model_budget -= 1
+                try:
+                    new, by = model_repair(source, res.stderr_tail, name, self.client), "model"
+                except Exception:  # a model outage must not fail the build; the run stays failed
+                    new, by = None, "model"
+                if new is None:
+                    continue
+            else:
+                break
+            path.write_text(new, encoding="utf-8")
+            repairs.append(Repair(by, res.reason, unified_diff(source, new, name)))
+            res = attempt()
+            repairs[-1].ok = res.ok
+        record = [r.to_dict() for r in repairs]
         if not res.ok:
-            raise StageFailed("gold", res.failure or "program", res.reason, res.to_dict())
-        return res.to_dict()
+            if repairs:
+                path.write_text(original, encoding="utf-8")  # the task keeps the author's program
+            reason = res.reason + (f" (after {len(repairs)} repair(s))" if repairs else "")
+            raise StageFailed("gold", res.failure or "program", reason, res.to_dict() | {"repairs": record})
+        return res.to_dict() | {"repairs": record}
 
     def preview(self) -> dict[str, Any]:
         from veriforge.discovery.preview import dataset_preview, folder_tree
@@ -415,7 +528,13 @@ class _TaskBuilder:
             python_version=env["python_version"],
             venv_hint=env["env_dir"],
             eval_plan=self.state["evalsynth"]["plan"],
-            extra={"env_mode": env["mode"], "datasets": sa["datasets"], "rewrites": sa["replacements"]},
+            extra={
+                "env_mode": env["mode"],
+                "datasets": sa["datasets"],
+                "rewrites": sa["replacements"],
+                "era": env.get("era"),
+                "repairs": self.state["gold"].get("repairs", []),
+            },
         )
         write_json(self.dir / "task.json", data)
         if self.cfg.dockerfile:
@@ -455,6 +574,10 @@ def build_tasks(
     from veriforge.core.store import RunStore
 
     cfg = cfg or BuildConfig()
+    if cfg.era not in ("auto", "off"):
+        from veriforge.discovery.era import parse_era
+
+        parse_era(cfg.era)  # a malformed --era fails the build up front, not every task's env stage
     t0 = time.perf_counter()
     src = open_repository(repo)
     out = Path(out).resolve()

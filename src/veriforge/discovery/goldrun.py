@@ -2,9 +2,11 @@
 
 The program runs exactly as an agent's program will later: cwd is a fresh copy of the task's runtime
 layout (``datasets/`` and the program, an empty ``pred_results/``), no network, a timeout, the task's
-own interpreter. A failure is classified so a build report can say whether the *infrastructure*
-failed (a dependency missing or broken, data missing, memory limit) or the *program* did (an
-exception in its own logic, a timeout, no outputs written).
+own interpreter. A failure is classified (:func:`failure_class`, the one place that decides) so a
+build report can say whether the *infrastructure* failed (a dependency missing or broken, library
+drift, data missing, memory limit), the *machine* lacks something the program assumes (a system tool
+such as ffmpeg, more CPUs than ``cpu_count() - k`` allows), or the *program* did (an exception in its
+own logic, a timeout, no outputs written). Each class has a stable ``code`` the build summary counts.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from typing import Literal
 
 from veriforge.discovery.standalone import DATASETS, PRED
 
-__all__ = ["RUN_ENV", "GoldRun", "classify_failure", "prepare_runtime", "run_gold"]
+__all__ = ["RUN_ENV", "FailureClass", "GoldRun", "classify_failure", "failure_class", "prepare_runtime", "run_gold"]
 
-FailureKind = Literal["infrastructure", "program"]
+FailureKind = Literal["infrastructure", "program", "machine"]
 
 RUN_ENV = {
     "MPLBACKEND": "Agg",
@@ -49,6 +51,7 @@ class GoldRun:
     stdout_tail: str = ""
     stderr_tail: str = ""
     missing_outputs: list[str] = field(default_factory=list)
+    code: str = ""  # FailureClass.code of a failed run
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -64,6 +67,7 @@ class GoldRun:
                 "stdout_tail",
                 "stderr_tail",
                 "missing_outputs",
+                "code",
             )
         }
 
@@ -81,42 +85,114 @@ def _last_exception(stderr: str) -> tuple[str, str] | None:
     return None
 
 
-def classify_failure(
-    status: str, exit_code: int | None, stderr: str, produced: list[str], local_names: set[str] | None = None
-) -> tuple[FailureKind, str]:
-    """Why a gold run failed: ``("infrastructure" | "program", reason)``.
+@dataclass(frozen=True)
+class FailureClass:
+    """Why a run failed: whose fault (``kind``), a stable category (``code``) and the specific reason."""
 
-    Infrastructure: a dependency does not import, an input file is missing, the memory limit or a
-    shared library failed, an installed package's API differs from the one the code was written for.
-    Program: any other exception, a timeout, a clean exit without outputs.
+    kind: FailureKind
+    code: str
+    reason: str
+
+
+_TOOL = re.compile(
+    r"No such file or directory: '(?P<a>[\w.+-]+)'"
+    r"|MovieWriter \(?(?P<b>\w+)\)? (?:not available|unavailable)"
+    r"|(?P<c>latex|dvipng|ghostscript|gs) (?:could not be found|was not found)"
+    r"|failed to execute (?:PosixPath\()?'(?P<d>[\w.+-]+)'"
+)
+_DATA_SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,8}$")
+_CPU_K = re.compile(r"cpu_count\(\)\s*-\s*(\d+)")
+_CPU_ERRORS = (
+    "Number of processes must be at least 1",
+    "n_jobs == 0 in Parallel has no meaning",
+    "max_workers must be greater than 0",
+)
+
+
+def _missing_tool(kind: str, msg: str, stderr: str) -> str | None:
+    """The system executable a failure names (``'ffmpeg'``: a bare name without a file suffix)."""
+    for text in (f"{kind}: {msg}", stderr[-3000:]):
+        m = _TOOL.search(text)
+        if not m:
+            continue
+        name = next(g for g in m.groups() if g)
+        if m.group("a") and (_DATA_SUFFIX.search(name) or "/" in name):
+            continue  # 'data.csv': a data file, not a tool
+        return name
+    return None
+
+
+def failure_class(
+    status: str,
+    exit_code: int | None,
+    stderr: str,
+    produced: list[str],
+    local_names: set[str] | None = None,
+    source: str | None = None,
+) -> FailureClass:
+    """The single classification of a failed run (gold runs, repairs and the build summary use it).
+
+    infrastructure: ``dependency`` (does not import), ``library-drift`` (an installed package's API
+    differs from the code's: a repair rule knows the change, or a module lacks an attribute),
+    ``missing-data``, ``memory``, ``system-library``; machine: ``system-tool`` (ffmpeg, latex ...),
+    ``cpu-count`` (``cpu_count() - k`` < 1 here); program: ``timeout``, ``no-outputs``,
+    ``missing-outputs``, ``local-import``, ``exception``, ``exit-code``.
     """
+    from veriforge.discovery.repair import matching_rule
+
     if status == "timeout":
-        return "program", "timed out"
+        return FailureClass("program", "timeout", "timed out")
     if status == "memory":
-        return "infrastructure", "ran out of memory (sandbox memory limit)"
+        return FailureClass("infrastructure", "memory", "ran out of memory (sandbox memory limit)")
     exc = _last_exception(stderr)
     if status == "ok" and exit_code == 0:
-        return (
-            "program",
-            "exited 0 but wrote no outputs" if not produced else "some expected outputs are missing",
-        )
+        if not produced:
+            return FailureClass("program", "no-outputs", "exited 0 but wrote no outputs")
+        return FailureClass("program", "missing-outputs", "some expected outputs are missing")
     if exc is None:
-        return "program", f"exit code {exit_code} ({status})"
+        return FailureClass("program", "exit-code", f"exit code {exit_code} ({status})")
     kind, msg = exc
+    text = f"{kind}: {msg}" if msg else kind
+    if any(e in stderr for e in _CPU_ERRORS) and (source is None or _CPU_K.search(source)):
+        k = _CPU_K.search(source or "")
+        detail = f"cpu_count() - {k.group(1)}" if k else "a worker count from cpu_count()"
+        return FailureClass("machine", "cpu-count", f"assumes more CPUs than this machine has ({detail}): {text}")
+    tool = _missing_tool(kind, msg, stderr)
+    if tool:
+        return FailureClass("machine", "system-tool", f"needs system tool {tool}: {text}")
+    hit = matching_rule(stderr)
+    if hit is not None and hit[0].kind == "drift":
+        why = f"library drift, installed package API differs ({hit[0].name}): {text}"
+        return FailureClass("infrastructure", "library-drift", why)
     if kind in _INFRA_ERRORS:
         name = re.search(r"No module named '([^']+)'", msg)
         if name and name.group(1).split(".")[0] in (local_names or set()):
-            return "program", f"{kind}: {msg}"
-        return "infrastructure", f"dependency problem: {kind}: {msg}"
+            return FailureClass("program", "local-import", text)
+        if kind == "ImportError" and msg.startswith("cannot import name"):
+            why = f"library drift, installed package API differs: {text}"
+            return FailureClass("infrastructure", "library-drift", why)
+        return FailureClass("infrastructure", "dependency", f"dependency problem: {text}")
     if kind in ("FileNotFoundError", "OSError", "IOError") and ("No such file" in msg or "not found" in msg):
         if f"{PRED}/" in msg:
-            return "program", f"{kind}: {msg}"
-        return "infrastructure", f"missing data: {kind}: {msg}"
+            return FailureClass("program", "exception", text)
+        return FailureClass("infrastructure", "missing-data", f"missing data: {text}")
     if kind == "AttributeError" and msg.startswith("module '") and "has no attribute" in msg:
-        return "infrastructure", f"installed package API differs from the one the code expects: {kind}: {msg}"
+        return FailureClass(
+            "infrastructure",
+            "library-drift",
+            f"installed package API differs from the one the code expects: {text}",
+        )
     if "cannot open shared object file" in msg:
-        return "infrastructure", f"missing system library: {msg}"
-    return "program", f"{kind}: {msg}" if msg else kind
+        return FailureClass("infrastructure", "system-library", f"missing system library: {msg}")
+    return FailureClass("program", "exception", text)
+
+
+def classify_failure(
+    status: str, exit_code: int | None, stderr: str, produced: list[str], local_names: set[str] | None = None
+) -> tuple[FailureKind, str]:
+    """``(kind, reason)`` of :func:`failure_class` (kept for callers that need no code)."""
+    fc = failure_class(status, exit_code, stderr, produced, local_names)
+    return fc.kind, fc.reason
 
 
 def prepare_runtime(task_dir: Path, program_name: str, dest: Path) -> None:
@@ -175,9 +251,15 @@ def run_gold(
             shutil.rmtree(gold, ignore_errors=True)
             shutil.copytree(pred, gold)
             return GoldRun(ok=True, outputs=produced, **common)
-        failure, reason = classify_failure(res.status, res.exit_code, res.stderr_text, produced, local_names)
-        if res.ok and missing:
-            reason = f"{reason}: {', '.join(missing)}"
+        source = (task_dir / "gold_program" / program_name).read_text(encoding="utf-8", errors="replace")
+        fc = failure_class(res.status, res.exit_code, res.stderr_text, produced, local_names, source)
+        reason = f"{fc.reason}: {', '.join(missing)}" if res.ok and missing else fc.reason
         return GoldRun(
-            ok=False, outputs=produced, failure=failure, reason=reason, missing_outputs=missing, **common
+            ok=False,
+            outputs=produced,
+            failure=fc.kind,
+            reason=reason,
+            missing_outputs=missing,
+            code=fc.code,
+            **common,
         )

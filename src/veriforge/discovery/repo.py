@@ -1,4 +1,11 @@
-"""Get the repository to mine: a local folder, or a git URL cloned shallowly into the cache."""
+"""Get the repository to mine: a local folder, or a git URL cloned into the cache.
+
+URLs are cloned with ``--filter=blob:none`` (every commit and tree, file contents only for the checkout):
+about as cheap as ``--depth 1``, but ``git log -- <script>`` still works, which the environment's era
+(:func:`veriforge.discovery.era.era_of`) needs -- a shallow clone makes every file look last touched by
+the newest commit. Servers without partial-clone support get ``--depth 1`` (the era then falls back to
+the HEAD date, recorded as an upper bound).
+"""
 
 from __future__ import annotations
 
@@ -50,7 +57,7 @@ def _head(path: Path) -> str | None:
 
 
 def open_repository(source: str | Path, *, refresh: bool = False) -> RepoSource:
-    """A local path as is, or ``git clone --depth 1`` of a URL into ``$VERIFORGE_HOME/cache/d3gym-repos``."""
+    """A local path as is, or a blob-less clone of a URL into ``$VERIFORGE_HOME/cache/d3gym-repos``."""
     text = str(source)
     if not is_git_url(text):
         path = Path(text).expanduser().resolve()
@@ -61,16 +68,20 @@ def open_repository(source: str | Path, *, refresh: bool = False) -> RepoSource:
     if refresh or not (dest / ".git").exists():
         shutil.rmtree(dest, ignore_errors=True)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            proc = subprocess.run(
-                ["git", "clone", "--depth", "1", "--quiet", text, str(dest)],
-                capture_output=True,
-                text=True,
-                timeout=900,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise RepoFetchError(f"git clone {text} failed: {exc}") from exc
+        for how in (["--filter=blob:none"], ["--depth", "1"]):
+            try:
+                proc = subprocess.run(
+                    ["git", "clone", *how, "--quiet", text, str(dest)],
+                    capture_output=True,
+                    text=True,
+                    timeout=900,
+                    check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise RepoFetchError(f"git clone {text} failed: {exc}") from exc
+            if proc.returncode == 0:
+                break
+            shutil.rmtree(dest, ignore_errors=True)
         if proc.returncode != 0:
             shutil.rmtree(dest, ignore_errors=True)
             raise RepoFetchError(f"git clone {text} failed: {proc.stderr.strip()[-500:]}")
