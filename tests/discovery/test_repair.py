@@ -72,6 +72,14 @@ def test_matplotlib_keyword_style_and_scipy_names(tmp_path):
     assert "density=True" in fixed and "'seaborn-v0_8-whitegrid'" in fixed and "from numpy import mean" in fixed
 
 
+def test_call_specific_keyword_rename_touches_only_that_function():
+    source = "p = ggplot(df) + facet_grid(facets='Sign~Type')\nq = other(facets=1)\n"
+    err = TB + "TypeError: facet_grid.__init__() got an unexpected keyword argument 'facets'"
+    new, rule = apply_rules(source, err)
+    assert rule.name == "renamed-keyword"
+    assert new == "p = ggplot(df) + facet_grid(rows='Sign~Type')\nq = other(facets=1)\n"
+
+
 def test_rules_fire_only_on_their_error():
     source = "import numpy as np\nx = np.float(3)\ny = df.append(z)\n"
     assert apply_rules(source, TB + "KeyError: 'diffusivity'") is None
@@ -115,6 +123,12 @@ def test_cpu_count_minus_k_is_a_machine_failure_and_gets_at_least_one_worker(tmp
         (TB + "ModuleNotFoundError: No module named 'sklearn.grid_search'", "infrastructure", "library-drift", ""),
         (TB + "ModuleNotFoundError: No module named 'seaborn'", "infrastructure", "dependency", "seaborn"),
         (TB + "KeyError: 'x'", "program", "exception", "KeyError"),
+        (
+            TB + "AttributeError: `np.NaN` was removed in the NumPy 2.0 release. Use `np.nan` instead.",
+            "infrastructure",
+            "library-drift",
+            "numpy-removed-alias",
+        ),
     ],
 )
 def test_failure_classes(stderr, kind, code, needle):

@@ -164,7 +164,7 @@ NUMPY_ATTRS = {
 
 
 def _numpy_attr(source: str, m: re.Match[str]) -> str | None:
-    if m.group("name") not in NUMPY_ATTRS:
+    if (m.group("name") or m.group("name2")) not in NUMPY_ATTRS:
         return None
     # fix every removed alias at once: a script using np.float usually uses np.int too
     return _sub_attr(source, "numpy", {k: v for k, v in NUMPY_ATTRS.items() if re.search(rf"\.{k}\b", source)})
@@ -240,13 +240,21 @@ KEYWORD_RENAMES = {
     "lr": "learning_rate",  # keras optimizers
     "nb_epoch": "epochs",  # keras fit
     "n_iter": "max_iter",  # sklearn SGD / TSNE
-    "sd": "scale",  # scipy/legacy
 }
+CALL_KEYWORD_RENAMES = {
+    "facets": ("facet_grid", "rows"),  # plotnine 0.13: facet_grid(facets="a~b") -> rows= (formula kept)
+}
+"""Keyword renames that are only right inside calls of one function: keyword -> (function, new name)."""
+
+
+def _call_name(node: ast.Call) -> str:
+    f = node.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
 def _keyword(source: str, m: re.Match[str]) -> str | None:
     old = m.group("kw")
-    new_name = KEYWORD_RENAMES.get(old)
+    only, new_name = CALL_KEYWORD_RENAMES.get(old, (None, KEYWORD_RENAMES.get(old)))
     tree = _parse(source)
     if new_name is None or tree is None:
         return None
@@ -254,7 +262,7 @@ def _keyword(source: str, m: re.Match[str]) -> str | None:
     spans = [
         (starts[k.lineno - 1] + k.col_offset, starts[k.lineno - 1] + k.col_offset + len(old), new_name)
         for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
+        if isinstance(node, ast.Call) and (only is None or _call_name(node) == only)
         for k in node.keywords
         if k.arg == old and source.startswith(old, starts[k.lineno - 1] + k.col_offset)
     ]
@@ -297,7 +305,7 @@ _MOD = r"module '{}' has no attribute '(?P<name>\w+)'"
 RULES: list[Rule] = [
     Rule(
         "numpy-removed-alias",
-        re.compile(_MOD.format("numpy")),
+        re.compile(_MOD.format("numpy") + r"|`np\.(?P<name2>\w+)` was removed in the NumPy 2\.0 release"),
         _numpy_attr,
         why="numpy removed np.float/np.int/... aliases (1.24) and more names in 2.0",
     ),
@@ -342,11 +350,11 @@ RULES: list[Rule] = [
     Rule(
         "renamed-keyword",
         re.compile(
-            r"unexpected keyword argument '(?P<kw>" + "|".join(KEYWORD_RENAMES) + r")'"
+            r"unexpected keyword argument '(?P<kw>" + "|".join([*KEYWORD_RENAMES, *CALL_KEYWORD_RENAMES]) + r")'"
             r"|Argument\(s\) not recognized: \{'(?P<kw2>lr)'"
         ),
         lambda s, m: _keyword(s, _KwMatch(m)),
-        why="matplotlib normed= -> density=, keras lr= -> learning_rate=, nb_epoch= -> epochs=",
+        why="matplotlib normed= -> density=, keras lr= -> learning_rate=, plotnine facet_grid(facets=) -> rows=",
     ),
     Rule(
         "matplotlib-seaborn-style",
