@@ -80,6 +80,16 @@ def test_call_specific_keyword_rename_touches_only_that_function():
     assert new == "p = ggplot(df) + facet_grid(rows='Sign~Type')\nq = other(facets=1)\n"
 
 
+def test_plotnine_theme_elements_move_to_the_package():
+    source = "t = themes.theme(axis_title_y=themes.element_text(angle=90), x=plotnine.themes.element_blank())\n"
+    err = TB + "AttributeError: module 'plotnine.themes' has no attribute 'element_text'"
+    new, rule = apply_rules(source, err)
+    assert rule.name == "plotnine-theme-elements" and new == (
+        "t = themes.theme(axis_title_y=__import__('plotnine').element_text(angle=90), "
+        "x=__import__('plotnine').element_blank())\n"
+    )
+
+
 def test_rules_fire_only_on_their_error():
     source = "import numpy as np\nx = np.float(3)\ny = df.append(z)\n"
     assert apply_rules(source, TB + "KeyError: 'diffusivity'") is None

@@ -369,6 +369,15 @@ RULES: list[Rule] = [
         why="matplotlib.cm.get_cmap removed in 3.9 (pyplot.get_cmap remains)",
     ),
     Rule(
+        "plotnine-theme-elements",
+        re.compile(r"module 'plotnine\.themes' has no attribute 'element_\w+'"),
+        _text(
+            r"(?<![\w.])(?:plotnine\.)?themes\.(element_(?:text|rect|line|blank))\b",
+            r"__import__('plotnine').\1",
+        ),
+        why="plotnine 0.13 stopped exposing element_* under plotnine.themes (plotnine.element_* remains)",
+    ),
+    Rule(
         "matplotlib-axis-bgcolor",
         re.compile(r"has no attribute 'set_axis_bgcolor'"),
         _text(r"\.set_axis_bgcolor\(", ".set_facecolor("),
