@@ -40,6 +40,7 @@ def test_parse_era_date_means_end_of_day_and_rejects_garbage():
 
 def test_select_newest_before_cut_that_installs_here():
     rels = [
+        Release("1.5.0", _d("2010-08-31"), None, ("numpy-1.5.0.tar.gz",)),  # sdist only, but a binary package
         Release(
             "1.14.0", _d("2018-01-10"), None, ("numpy-1.14.0-cp36-cp36m-manylinux1_x86_64.whl", "numpy-1.14.0.zip")
         ),
@@ -173,3 +174,21 @@ def test_environments_are_keyed_by_the_resolved_lock_and_report_disk(wheels, tmp
     assert b.cached and b.env_dir == a.env_dir and b.disk_bytes == a.disk_bytes
     c = build_environment(["eraprobe"], ["eraprobe"], ["eraprobe"], **{**kw, "era": None})
     assert c.env_dir != a.env_dir and "eraprobe==2.0" in c.lock
+
+
+@pytest.mark.slow
+def test_a_repository_pin_that_cannot_install_here_gives_way_to_the_era(tmp_path):
+    """requirements.txt says numpy==1.14.5 (no wheel for this Python): the pin is dropped, recorded,
+    and the era's closest installable release is used instead of failing the environment."""
+    w = tmp_path / "wheels"
+    w.mkdir()
+    _wheel(w, "eraprobe", "1.0", "2019-02-01")
+    _wheel(w, "eraprobe", "1.5", "2019-09-01")
+    _wheel(w, "eraprobe", "2.0", "2023-02-01")
+    old = w / "eraprobe-0.9-cp27-cp27mu-manylinux1_x86_64.whl"  # the authors' pin: Python 2.7 only
+    old.write_bytes(b"not a real wheel")
+    era = Era(_d("2020-06-01"), "configured")
+    res = resolve_pins(["eraprobe==0.9"], ["eraprobe"], era=era, wheel_dir=str(w), offline=True)
+    assert res.pins == ["eraprobe==1.5"]
+    why = res.era.to_dict()["relaxed"]["eraprobe"]
+    assert why.startswith("repository pin eraprobe==0.9 does not install here")

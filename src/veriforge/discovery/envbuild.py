@@ -245,7 +245,8 @@ class Resolution:
 _NO_MATCH = re.compile(r"No matching distribution found for ([A-Za-z0-9][A-Za-z0-9._-]*)")
 _USER_REQ = re.compile(r"The user requested \(constraint\) ([A-Za-z0-9][A-Za-z0-9._-]*)")
 _COLLECTING = re.compile(r"^Collecting ([A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
-MAX_RESOLVE_ROUNDS = 8
+_USER_PIN = re.compile(r"The user requested ([A-Za-z0-9][A-Za-z0-9._-]*)[=<>!~]")
+MAX_RESOLVE_ROUNDS = 12
 
 
 def _dry_run(
@@ -264,7 +265,6 @@ def _dry_run(
             "--no-input",
             "--dry-run",
             "--ignore-installed",
-            "--quiet",
             "--report",
             str(report),
             "--cache-dir",
@@ -279,7 +279,7 @@ def _dry_run(
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise EnvironmentBuildError(f"dependency resolution could not run: {exc}") from exc
         if proc.returncode != 0 or not report.is_file():
-            return None, (proc.stderr or proc.stdout)
+            return None, f"{proc.stdout}\n{proc.stderr}"  # "Collecting X" lines are on stdout
         data = json.loads(report.read_text())
     pins = {
         f"{item['metadata']['name']}=={item['metadata']['version']}" for item in data.get("install", [])
@@ -306,6 +306,13 @@ def _blame(stderr: str, era_res: EraResolution, direct: set[str]) -> list[tuple[
     return [(n, why) for n in transitive] or [(n, why) for n in sorted(capped)]
 
 
+def _spec_name(spec: str) -> str:
+    from veriforge.discovery.deps import canonical
+
+    m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)", spec)
+    return canonical(m.group(1)) if m else ""
+
+
 def resolve_pins(
     specs: list[str],
     dists: list[str],
@@ -325,6 +332,7 @@ def resolve_pins(
     from veriforge.discovery.era import era_constraints
 
     era_res: EraResolution | None = None
+    specs = list(specs)
     specifiers: dict[str, str] = {}
     for spec in specs:
         m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(.*)$", spec)
@@ -336,17 +344,48 @@ def resolve_pins(
 
             index = FindLinksIndex(wheel_dir) if offline and wheel_dir else PyPIIndex()
         era_res = era_constraints(dists, index, era, specifiers=specifiers)
+        for name, pin in list(era_res.pins.items()):
+            if pin.version is None and specifiers.get(name):
+                # the repository's own pin cannot install on this interpreter (numpy==1.14 on 3.11):
+                # drop the pin and take the era's closest release instead
+                why = f"repository pin {name}{specifiers[name]} does not install here ({pin.relaxed})"
+                specs = [name if _spec_name(sp) == name else sp for sp in specs]
+                specifiers[name] = ""
+                del era_res.pins[name]
+                era_constraints([name], index, era, known=era_res)
+                later = era_res.pins[name].relaxed
+                era_res.pins[name].relaxed = why + (f"; {later}" if later else "")
     direct = {canonical(d) for d in dists}
     last_err = ""
     for rounds in range(1, MAX_RESOLVE_ROUNDS + 1):
         pins, err = _dry_run(specs, era_res.constraints() if era_res else [], wheel_dir, offline)
         if pins is None:
             last_err = err
-            if era_res is None:
+            if era_res is None or index is None:
                 break
+            named = {canonical(n) for n in _NO_MATCH.findall(err) + _COLLECTING.findall(err)[-1:]}
+            uncapped = sorted(named - set(era_res.pins))
+            if uncapped:  # pip wandered into a dependency the era does not cover yet: cap it, retry
+                era_constraints(uncapped, index, era_res.era, specifiers=specifiers, known=era_res)  # type: ignore[arg-type]
+                if any(era_res.pins[n].version for n in uncapped):
+                    continue
             blamed = _blame(err, era_res, direct)
-            if not any(era_res.relax(n, why) for n, why in blamed):
+            if any(era_res.relax(n, why) for n, why in blamed):
+                continue
+            # the era caps are exhausted: the repository's own pins conflict on this interpreter
+            pinned = [n for n in _USER_PIN.findall(err) if specifiers.get(canonical(n))] or [
+                n for n, sp in specifiers.items() if sp
+            ]
+            if not pinned:
                 break
+            for n in map(canonical, pinned):
+                why = f"repository pin {n}{specifiers[n]} conflicts with the other requirements on this interpreter"
+                specs = [n if _spec_name(sp) == n else sp for sp in specs]
+                specifiers[n] = ""
+                era_res.pins.pop(n, None)  # re-select without the pin: newest of the era that installs
+                era_constraints([n], index, era_res.era, known=era_res)  # type: ignore[arg-type]
+                later = era_res.pins[n].relaxed
+                era_res.pins[n].relaxed = why + (f"; {later}" if later else "")
             continue
         if era_res is None or index is None:
             return Resolution(pins, None, rounds)

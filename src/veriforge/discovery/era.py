@@ -219,8 +219,17 @@ class FindLinksIndex:
         ]
 
 
-def _installable(rel: Release, python: Version, tags: set[Tag]) -> bool:
-    """Can this interpreter install ``rel`` without compiling native code?"""
+def _binary(releases: list[Release]) -> bool:
+    """Does the package ship platform wheels (native code)? Then an sdist means compiling it."""
+    return any(f.endswith(".whl") and not f.endswith("-none-any.whl") for r in releases for f in r.files)
+
+
+def _installable(rel: Release, python: Version, tags: set[Tag], binary: bool = False) -> bool:
+    """Can this interpreter install ``rel`` without compiling native code?
+
+    A release with only an sdist counts for pure-Python packages (how they shipped in 2015) but not for
+    a ``binary`` one: numpy 1.5 is sdist-only too, and "installable" must not mean "compile 2010's numpy".
+    """
     if rel.requires_python:
         try:
             if python not in SpecifierSet(rel.requires_python):
@@ -229,7 +238,7 @@ def _installable(rel: Release, python: Version, tags: set[Tag]) -> bool:
             pass  # malformed metadata of an old release: judge by its files
     wheels = [f for f in rel.files if f.endswith(".whl")]
     if not wheels:
-        return any(f.endswith((".tar.gz", ".zip", ".tar.bz2")) for f in rel.files)
+        return not binary and any(f.endswith((".tar.gz", ".zip", ".tar.bz2")) for f in rel.files)
     for w in wheels:
         try:
             if tags & set(parse_wheel_filename(w)[3]):
@@ -282,7 +291,8 @@ def select_release(
     if not usable:
         return EraPin(name, None, "no release on the index matches" + (f" {specifier}" if specifier else ""))
     finals = [(v, r) for v, r in usable if not v.is_prerelease] or usable
-    installable = [(v, r) for v, r in finals if _installable(r, py, tags)]
+    binary = _binary(releases)
+    installable = [(v, r) for v, r in finals if _installable(r, py, tags, binary)]
     before = [(v, r) for v, r in installable if r.uploaded <= cutoff]
     if before:
         return EraPin(name, str(max(before, key=lambda vr: vr[0])[0]))
