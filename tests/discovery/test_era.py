@@ -192,3 +192,12 @@ def test_a_repository_pin_that_cannot_install_here_gives_way_to_the_era(tmp_path
     assert res.pins == ["eraprobe==1.5"]
     why = res.era.to_dict()["relaxed"]["eraprobe"]
     assert why.startswith("repository pin eraprobe==0.9 does not install here")
+
+
+def test_only_imported_distributions_are_installed(tmp_path):
+    """requirements.txt lists tensorflow for another script: a task importing numpy does not get it."""
+    from veriforge.discovery.deps import resolve_requirements
+
+    (tmp_path / "requirements.txt").write_text("numpy==1.16.4\ntensorflow==1.14.0\ntorch>=1.2\n")
+    reqs = resolve_requirements(["numpy", "os"], tmp_path)
+    assert reqs.specs == ["numpy==1.16.4"] and reqs.dists == ["numpy"]

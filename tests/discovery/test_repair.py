@@ -236,4 +236,9 @@ def test_build_repairs_drift_records_the_diff_and_counts_failure_classes(tmp_pat
     assert s["failures"]["by_reason"] == {"gold/system-tool": 1} and s["machine_failures"] == 1
     assert s["repairs"] == {"gold_runs_repaired": 2, "applied": {"model": 1, "rule:numpy-removed-alias": 1,
                                                                   "rule:pandas-append": 1}}
-    assert s["disk"]["per_task_bytes"] and s["era"]["tasks_with_era"] == 0  # reuse mode: no era cut
+    assert s["era"]["tasks_with_era"] == 0  # reuse mode: no era cut
+    # pick_values and convert_runs import only pandas: one shared environment, its disk split in two
+    env_of = {t.instance_id: t.stages["env"]["detail"] for t in report.tasks}
+    shared = env_of["drifty__pick_values"]
+    assert shared["env_dir"] == env_of["drifty__convert_runs"]["env_dir"] != env_of["drifty__group_means"]["env_dir"]
+    assert s["disk"]["per_task_bytes"]["drifty__pick_values"] == shared["disk_bytes"] // 2 > 0

@@ -253,6 +253,10 @@ def _dry_run(
     specs: list[str], constraints: list[str], wheel_dir: str | None, offline: bool
 ) -> tuple[list[str] | None, str]:
     """``(pins, "")`` from ``pip install --dry-run --report`` for this interpreter, or ``(None, stderr)``."""
+    import importlib.util
+
+    if importlib.util.find_spec("pip") is None:
+        raise EnvironmentBuildError("install mode resolves with pip: install pip into veriforge's interpreter")
     with tempfile.TemporaryDirectory(prefix="veriforge-resolve-") as tmp:
         cfile, report = Path(tmp) / "constraints.txt", Path(tmp) / "report.json"
         cfile.write_text("\n".join(constraints) + "\n")
