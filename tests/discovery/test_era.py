@@ -55,7 +55,7 @@ def test_select_newest_before_cut_that_installs_here():
     assert "newest then: 1.15.0" in pin.relaxed
     # 2023: the newest installable release before the cut, not 2.0
     pin = select_release("numpy", rels, _d("2023-01-01"), python="3.11.7", tags=CP311)
-    assert (pin.version, pin.relaxed) == ("1.23.2", None)
+    assert (pin.version, pin.relaxed, pin.binary) == ("1.23.2", None, True)  # pip gets --only-binary numpy
     # the repository's own specifier still applies
     pin = select_release("numpy", rels, _d("2025-01-01"), specifier="<2", python="3.11.7", tags=CP311)
     assert pin.version == "1.23.2"
@@ -68,7 +68,8 @@ def test_select_pure_python_sdist_requires_python_prerelease_and_yanked():
         Release("1.0", _d("2017-08-01"), None, ("tool-1.0-py3-none-any.whl",), yanked=True),
         Release("1.1", _d("2017-09-01"), "<3.8", ("tool-1.1-py3-none-any.whl",)),  # not for 3.11
     ]
-    assert select_release("tool", rels, _d("2018-01-01"), python="3.11.7", tags=CP311).version == "0.9"
+    pure = select_release("tool", rels, _d("2018-01-01"), python="3.11.7", tags=CP311)
+    assert (pure.version, pure.binary) == ("0.9", False)
     late = select_release("tool", rels, _d("2016-01-01"), python="3.11.7", tags=CP311)
     assert late.version == "0.9" and late.relaxed == "first released after 2016-01-01"
     none = select_release("tool", rels, _d("2018-01-01"), specifier=">=5", python="3.11.7", tags=CP311)

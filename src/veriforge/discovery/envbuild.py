@@ -247,10 +247,11 @@ _USER_REQ = re.compile(r"The user requested \(constraint\) ([A-Za-z0-9][A-Za-z0-
 _COLLECTING = re.compile(r"^Collecting ([A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
 _USER_PIN = re.compile(r"The user requested ([A-Za-z0-9][A-Za-z0-9._-]*)[=<>!~]")
 MAX_RESOLVE_ROUNDS = 12
+RESOLVE_TIMEOUT_S = 600  # one pip resolution
 
 
 def _dry_run(
-    specs: list[str], constraints: list[str], wheel_dir: str | None, offline: bool
+    specs: list[str], constraints: list[str], wheel_dir: str | None, offline: bool, only_binary: list[str] | None = None
 ) -> tuple[list[str] | None, str]:
     """``(pins, "")`` from ``pip install --dry-run --report`` for this interpreter, or ``(None, stderr)``."""
     import importlib.util
@@ -269,6 +270,8 @@ def _dry_run(
             "--no-input",
             "--dry-run",
             "--ignore-installed",
+            "--prefer-binary",
+            *(["--only-binary", ",".join(only_binary)] if only_binary else []),
             "--report",
             str(report),
             "--cache-dir",
@@ -279,7 +282,7 @@ def _dry_run(
             *specs,
         ]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise EnvironmentBuildError(f"dependency resolution could not run: {exc}") from exc
         if proc.returncode != 0 or not report.is_file():
@@ -362,7 +365,13 @@ def resolve_pins(
     direct = {canonical(d) for d in dists}
     last_err = ""
     for rounds in range(1, MAX_RESOLVE_ROUNDS + 1):
-        pins, err = _dry_run(specs, era_res.constraints() if era_res else [], wheel_dir, offline)
+        pins, err = _dry_run(
+            specs,
+            era_res.constraints() if era_res else [],
+            wheel_dir,
+            offline,
+            era_res.only_binary() if era_res else None,
+        )
         if pins is None:
             last_err = err
             if era_res is None or index is None:

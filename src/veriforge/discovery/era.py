@@ -255,9 +255,10 @@ class EraPin:
     name: str
     version: str | None  # the cap (``name<=version``); None: no release fits at all
     relaxed: str | None = None  # why the era cut could not hold for this one
+    binary: bool = False  # ships platform wheels: an sdist of it means compiling (pip --only-binary)
 
-    def to_dict(self) -> dict[str, str | None]:
-        return {"name": self.name, "version": self.version, "relaxed": self.relaxed}
+    def to_dict(self) -> dict[str, str | bool | None]:
+        return {"name": self.name, "version": self.version, "relaxed": self.relaxed, "binary": self.binary}
 
 
 def select_release(
@@ -288,17 +289,18 @@ def select_release(
             continue
         if not rel.yanked and spec.contains(v, prereleases=True):
             usable.append((v, rel))
-    if not usable:
-        return EraPin(name, None, "no release on the index matches" + (f" {specifier}" if specifier else ""))
-    finals = [(v, r) for v, r in usable if not v.is_prerelease] or usable
     binary = _binary(releases)
+    if not usable:
+        why = "no release on the index matches" + (f" {specifier}" if specifier else "")
+        return EraPin(name, None, why, binary)
+    finals = [(v, r) for v, r in usable if not v.is_prerelease] or usable
     installable = [(v, r) for v, r in finals if _installable(r, py, tags, binary)]
     before = [(v, r) for v, r in installable if r.uploaded <= cutoff]
     if before:
-        return EraPin(name, str(max(before, key=lambda vr: vr[0])[0]))
+        return EraPin(name, str(max(before, key=lambda vr: vr[0])[0]), binary=binary)
     day = cutoff.date().isoformat()
     if not installable:
-        return EraPin(name, None, f"no release installs on Python {py} (no compatible wheel)")
+        return EraPin(name, None, f"no release installs on Python {py} (no compatible wheel)", binary)
     first = min(installable, key=lambda vr: vr[1].uploaded)[0]
     old = [v for v, r in finals if r.uploaded <= cutoff]
     why = (
@@ -306,7 +308,7 @@ def select_release(
         if old
         else f"first released after {day}"
     )
-    return EraPin(name, str(first), why)
+    return EraPin(name, str(first), why, binary)
 
 
 @dataclass
@@ -319,6 +321,11 @@ class EraResolution:
     def constraints(self) -> list[str]:
         """``name<=version`` lines for pip's ``-c`` (a relaxed pin keeps the closest installable cap)."""
         return sorted(f"{p.name}<={p.version}" for p in self.pins.values() if p.version)
+
+    def only_binary(self) -> list[str]:
+        """Packages pip must not build from source: backtracking into 2019's pandas sdists while
+        looking for a compatible set would compile (or fail to compile) each one for minutes."""
+        return sorted(p.name for p in self.pins.values() if p.binary)
 
     def relax(self, name: str, why: str) -> bool:
         """Drop the cap of ``name`` (pip found no way to honour it); False when there was none."""
