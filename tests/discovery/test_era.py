@@ -202,3 +202,19 @@ def test_only_imported_distributions_are_installed(tmp_path):
     (tmp_path / "requirements.txt").write_text("numpy==1.16.4\ntensorflow==1.14.0\ntorch>=1.2\n")
     reqs = resolve_requirements(["numpy", "os"], tmp_path)
     assert reqs.specs == ["numpy==1.16.4"] and reqs.dists == ["numpy"]
+
+
+@pytest.mark.slow
+def test_a_conflicting_cap_moves_up_to_the_forced_date_not_to_today(tmp_path):
+    """eranew did not exist in 2019 (forced: its 2022 release) and needs eradep>=1.5: eradep's 2019 cap
+    conflicts, so it moves to the newest release before eranew's date (1.5), not to today's 2.0."""
+    w = tmp_path / "wheels"
+    w.mkdir()
+    _wheel(w, "eradep", "1.0", "2019-01-01")
+    _wheel(w, "eradep", "1.5", "2022-01-01")
+    _wheel(w, "eradep", "2.0", "2023-01-01")
+    _wheel(w, "eranew", "3.0", "2022-05-01", ("eradep>=1.5",))
+    era = Era(_d("2019-06-01"), "configured")
+    res = resolve_pins(["eranew", "eradep"], ["eranew", "eradep"], era=era, wheel_dir=str(w), offline=True)
+    assert res.pins == ["eradep==1.5", "eranew==3.0"]
+    assert "moved to 2022-05-01" in res.era.to_dict()["relaxed"]["eradep"]

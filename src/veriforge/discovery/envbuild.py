@@ -383,7 +383,7 @@ def resolve_pins(
                 if any(era_res.pins[n].version for n in uncapped):
                     continue
             blamed = _blame(err, era_res, direct)
-            if any(era_res.relax(n, why) for n, why in blamed):
+            if any(era_res.relax(n, why, index) for n, why in blamed):
                 continue
             # the era caps are exhausted: the repository's own pins conflict on this interpreter
             pinned = [n for n in _USER_PIN.findall(err) if specifiers.get(canonical(n))] or [

@@ -256,6 +256,8 @@ class EraPin:
     version: str | None  # the cap (``name<=version``); None: no release fits at all
     relaxed: str | None = None  # why the era cut could not hold for this one
     binary: bool = False  # ships platform wheels: an sdist of it means compiling (pip --only-binary)
+    uploaded: datetime | None = None  # upload date of the capping release
+    cutoff: datetime | None = None  # the cut-off this pin was selected under (later than the era when moved)
 
     def to_dict(self) -> dict[str, str | bool | None]:
         return {"name": self.name, "version": self.version, "relaxed": self.relaxed, "binary": self.binary}
@@ -297,18 +299,19 @@ def select_release(
     installable = [(v, r) for v, r in finals if _installable(r, py, tags, binary)]
     before = [(v, r) for v, r in installable if r.uploaded <= cutoff]
     if before:
-        return EraPin(name, str(max(before, key=lambda vr: vr[0])[0]), binary=binary)
+        v, rel = max(before, key=lambda vr: vr[0])
+        return EraPin(name, str(v), binary=binary, uploaded=rel.uploaded, cutoff=cutoff)
     day = cutoff.date().isoformat()
     if not installable:
         return EraPin(name, None, f"no release installs on Python {py} (no compatible wheel)", binary)
-    first = min(installable, key=lambda vr: vr[1].uploaded)[0]
+    first, first_rel = min(installable, key=lambda vr: vr[1].uploaded)
     old = [v for v, r in finals if r.uploaded <= cutoff]
     why = (
         f"no release before {day} installs on Python {py} (newest then: {max(old)})"
         if old
         else f"first released after {day}"
     )
-    return EraPin(name, str(first), why, binary)
+    return EraPin(name, str(first), why, binary, uploaded=first_rel.uploaded, cutoff=cutoff)
 
 
 @dataclass
@@ -327,11 +330,30 @@ class EraResolution:
         looking for a compatible set would compile (or fail to compile) each one for minutes."""
         return sorted(p.name for p in self.pins.values() if p.binary)
 
-    def relax(self, name: str, why: str) -> bool:
-        """Drop the cap of ``name`` (pip found no way to honour it); False when there was none."""
-        pin = self.pins.get(_canonical(name))
+    def effective_cutoff(self) -> datetime | None:
+        """The latest upload date this interpreter forced on the environment (numpy 1.23.2 for a 2019
+        repository on Python 3.11): packages conflicting with the era caps move up to it, not to today."""
+        forced = [p.uploaded for p in self.pins.values() if p.relaxed and p.uploaded and p.version]
+        return max(forced) if forced and self.era and max(forced) > self.era.date else None
+
+    def relax(self, name: str, why: str, index: PackageIndex | None = None) -> bool:
+        """Loosen the cap of ``name`` (pip found no way to honour it); False when there was none.
+
+        With ``index``, a cap below :meth:`effective_cutoff` is first moved up to the newest release
+        before that date (the packages of the forced releases' time); only then is it dropped.
+        """
+        name = _canonical(name)
+        pin = self.pins.get(name)
         if pin is None or pin.version is None:
             return False
+        later = self.effective_cutoff()
+        if index is not None and later is not None and (pin.cutoff is None or pin.cutoff < later):
+            moved = select_release(name, index.releases(name), later)
+            if moved.version and moved.version != pin.version:
+                day = later.date().isoformat()
+                moved.relaxed = f"{why}; moved to {day}, the newest release this Python forced"
+                self.pins[name] = moved
+                return True
         pin.version, pin.relaxed = None, why
         return True
 
