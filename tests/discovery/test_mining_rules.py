@@ -68,6 +68,7 @@ def test_test_named_statistics_scripts_are_mined_real_tests_are_not(tmp_path):
         'os.path.join(DATA, NAME + ".csv")',
         'os.path.join(os.getcwd(), "data", "obs.csv")',
         '"/".join([DATA, "obs.csv"])',
+        '"/".join([os.path.split(os.path.abspath(__file__))[0], "data", "obs.csv"])',
         'Path(DATA).joinpath("obs.csv")',
     ],
 )

@@ -180,7 +180,7 @@ class PathEvaluator:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             return self._percent(node, d)
         if isinstance(node, ast.Subscript):
-            return self._parents(node, d)
+            return self._split(node, d) or self._parents(node, d)
         if isinstance(node, ast.Call):
             return self._call(node, d)
         return None
@@ -207,6 +207,26 @@ class PathEvaluator:
         except (TypeError, ValueError, KeyError):
             return None
         return PathValue(value, [(node, value)])
+
+    def _split(self, node: ast.Subscript, depth: int) -> PathValue | None:
+        """``os.path.split(p)[0]`` (the folder, as ``dirname``) and ``[1]`` (the name)."""
+        call = node.value
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "split"
+            and isinstance(call.func.value, ast.Attribute)
+            and call.func.value.attr == "path"
+            and len(call.args) == 1
+            and isinstance(node.slice, ast.Constant)
+            and node.slice.value in (0, 1, -1)
+        ):
+            return None
+        base = self.evaluate(call.args[0], depth)
+        if base is None:
+            return None
+        head, tail = posixpath.split(base.value)
+        return base.extend(node, head) if node.slice.value == 0 else PathValue(tail, [(node, tail)])
 
     def _parents(self, node: ast.Subscript, depth: int) -> PathValue | None:
         """``Path(__file__).parents[1]``: the ancestor ``k + 1`` levels up."""
