@@ -237,3 +237,34 @@ def test_ambiguous_input_reaches_task_json_and_build_report(tmp_path, monkeypatc
     assert saved["summary"]["warnings"] == 1
     warning = saved["warnings"][0]
     assert warning["source"] == "exp_b/code/means.py" and "exp_a/obs.csv" in warning["warning"]
+
+
+def test_chdir_to_another_machine_is_neutralised(tmp_path):
+    """A Colab export starts with os.chdir('/content/drive/...'); the rewritten program must stay in
+    the task folder, where datasets/ and pred_results/ are."""
+    repo = tmp_path / "repo"
+    _write(repo, "Sample data.csv", DATA)
+    _write(
+        repo,
+        "t_test.py",
+        """
+        import os
+        import pandas as pd
+        os.chdir(r'/content/drive/MyDrive/course data')
+        df = pd.read_csv('Sample data.csv')
+        df.groupby("group").value.sum().to_csv('ttest_result.csv')
+        """,
+    )
+    cands, skipped = _mine(repo)
+    assert "t_test.py" in cands, skipped
+    sa = make_standalone(cands["t_test.py"], repo)
+    assert "os.chdir(r'/content" not in sa.program and 'os.chdir(".")' in sa.program
+    assert any("chdir" in w for w in sa.warnings)
+    work = tmp_path / "task"
+    (work / "datasets").mkdir(parents=True)
+    (work / "datasets" / "Sample data.csv").write_text(DATA)
+    (work / "pred_results").mkdir()
+    (work / "t_test.py").write_text(sa.program)
+    proc = subprocess.run([sys.executable, "t_test.py"], cwd=work, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "pred_results" / "ttest_result.csv").read_text().splitlines()[1] == "a,2.5"

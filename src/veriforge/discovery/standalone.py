@@ -278,6 +278,29 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
                 f"line {ref.line}: {ref.call}({ref.value!r}) left unchanged (no output goes there)"
             )
 
+    # os.chdir(...) would move the program away from the task folder, where datasets/ and
+    # pred_results/ are (notebooks exported from Colab open with os.chdir('/content/drive/...')):
+    # every path above was resolved and rewritten relative to the task folder, so the change of
+    # directory becomes os.chdir(".").
+    for node in ast.walk(an.tree):
+        if (
+            isinstance(node, ast.Call)
+            and len(node.args) == 1
+            and not node.keywords
+            and (
+                (isinstance(node.func, ast.Attribute) and node.func.attr == "chdir")
+                or (isinstance(node.func, ast.Name) and node.func.id == "chdir")
+            )
+        ):
+            arg = node.args[0]
+            pv = an.evaluator.evaluate(arg)
+            old = pv.value if pv is not None else ast.unparse(arg)
+            if old != ".":
+                chosen[id(arg)] = (arg, old, ".")
+                warnings.append(
+                    f"line {node.lineno}: chdir({old!r}) replaced by chdir('.'): tasks run from their folder"
+                )
+
     replacements = [(node, new) for node, _old, new in chosen.values()]
     program = apply_replacements(candidate.source, replacements, _path_ctor(an.tree))
     header = f"# Standalone version of {candidate.path} (D3-Gym): reads {DATASETS}/, writes {PRED}/.\n"
