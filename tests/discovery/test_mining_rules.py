@@ -119,6 +119,31 @@ FILE_IDIOMS = {
 }
 
 
+def test_file_relative_idioms_build_end_to_end(tmp_path, monkeypatch):
+    """mine -> standalone rewrite -> environment -> gold run -> evaluator validation, both idioms."""
+    from veriforge.core.store import RunStore
+    from veriforge.discovery.build import BuildConfig, build_tasks
+
+    monkeypatch.setenv("VERIFORGE_HOME", str(tmp_path / "home"))
+    repo = tmp_path / "repo"
+    _write(repo, "data/obs.csv", DATA)
+    for idiom, src in FILE_IDIOMS.items():
+        _write(repo, f"scripts/{idiom}.py", src)
+    store = RunStore(tmp_path / "runs.sqlite")
+    try:
+        report = build_tasks(
+            repo, tmp_path / "out", BuildConfig(env_mode="reuse", timeout_s=120, validate_reruns=1), store=store
+        )
+    finally:
+        store.close()
+    assert {t.source: t.status for t in report.tasks} == {f"scripts/{i}.py": "built" for i in FILE_IDIOMS}, [
+        t.reason for t in report.tasks
+    ]
+    for t in report.tasks:
+        gold = Path(t.task_dir) / "gold_results" / "sums.csv"
+        assert gold.read_text().splitlines() == ["group,value", "a,2.5", "b,5.5"]
+
+
 @pytest.mark.parametrize("idiom", sorted(FILE_IDIOMS))
 def test_file_relative_idioms_mine_rewrite_and_run(tmp_path, idiom):
     repo = tmp_path / "repo"
@@ -268,3 +293,20 @@ def test_chdir_to_another_machine_is_neutralised(tmp_path):
     proc = subprocess.run([sys.executable, "t_test.py"], cwd=work, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert (work / "pred_results" / "ttest_result.csv").read_text().splitlines()[1] == "a,2.5"
+
+
+def test_unresolvable_output_path_is_named_as_such(tmp_path):
+    _write(tmp_path, "data/obs.csv", DATA)
+    _write(
+        tmp_path,
+        "per_group.py",
+        """
+        import sys
+        import pandas as pd
+        df = pd.read_csv("data/obs.csv")
+        for g, part in df.groupby("group"):
+            part.to_csv(sys.argv[1] + g + ".csv")
+        """,
+    )
+    _, skipped = _mine(tmp_path)
+    assert skipped["per_group.py"] == "output paths could not be resolved statically (line 6 part.to_csv(...))"

@@ -375,6 +375,9 @@ def _judge(
         return "reads no dataset from the repository"
     writes = [w.to_dict() for w in an.writes if w.value]
     if not writes:
+        dynamic = [w for w in an.writes if not w.value]
+        if dynamic:  # it does write, to a path built at run time: say so, not "writes no outputs"
+            return f"output paths could not be resolved statically ({_describe(dynamic[0])})"
         return "writes no outputs (prints or shows results only)"
     total = sum(index.size(d) for d in datasets)
     if total > cfg.max_dataset_bytes:
