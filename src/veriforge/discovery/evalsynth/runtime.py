@@ -116,8 +116,9 @@ def _align_unkeyed(p, g, numeric_flags, rtol, atol):
     value across a rounding boundary and flips two rows, failing a correct answer. Instead rows are
     matched, not sorted: text cells must be equal (they form exact groups), numeric cells must be
     ``close`` with the evaluator's own ``rtol``/``atol``. Within a text group the candidate gold
-    rows of a prediction row are those whose first numeric cell is within tolerance (found by
-    bisection over the gold rows sorted on that cell, so large tables stay near n log n), and a
+    rows of a prediction row are those whose cell in the most discriminating numeric column (most
+    distinct gold values) is within tolerance (found by bisection over the gold rows sorted on
+    that cell, so large tables stay near n log n), and a
     maximum bipartite matching (augmenting paths) pairs them, so duplicates and near-ties can never
     block a correct answer the way a greedy first-fit could. Unmatched gold rows (a wrong value, a
     missing row) are returned for the error message; their slots hold the prediction row nearest to
@@ -134,7 +135,9 @@ def _align_unkeyed(p, g, numeric_flags, rtol, atol):
         grp = groups.get(tuple(row[i] for i in txt_idx))
         if grp is not None:  # a row whose text cells match no gold row stays spare (reported below)
             grp[1].append(pi)
-    first = num_idx[0] if num_idx else None
+    # bisect on the most discriminating numeric column (most distinct gold values): a constant
+    # first column would otherwise make every gold row a candidate of every predicted row
+    first = max(num_idx, key=lambda i: len({r[i] for r in g})) if num_idx else None
 
     def sort_value(row):
         v = parse_number(row[first])
