@@ -168,10 +168,20 @@ def run_cmd(
 @app.command("export")
 def export_cmd(
     traj: Annotated[Path, typer.Argument(help="Folder of sampled trajectories.")],
-    fmt: Annotated[str, typer.Option("--format", help="Export format.")] = "sft",
+    fmt: Annotated[
+        str, typer.Option("--format", help="Export format: sft | preference (DPO pairs) | rl (per-step rewards).")
+    ] = "sft",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output file.")] = None,
+    turns: Annotated[
+        str,
+        typer.Option(
+            "--turns",
+            help="sft only: all | final | mask-failed (failed turns weight 0) | drop-failed "
+            "(turns whose program did not run removed with their feedback).",
+        ),
+    ] = "all",
 ) -> None:
-    """Export verified trajectories for training (provided by veriforge.discovery.export)."""
+    """Export trajectories for training (provided by veriforge.discovery.export)."""
     try:
         from veriforge.discovery import export as export_mod
 
@@ -180,7 +190,7 @@ def export_cmd(
         _missing("export", exc)
         return
     try:
-        code = exporter(traj=traj, fmt=fmt, out=out)
+        code = exporter(traj=traj, fmt=fmt, out=out, turns=turns)
     except VeriforgeError as exc:
         _fail(str(exc))
         return

@@ -79,6 +79,8 @@ class BuildReport:
     skipped: list[dict[str, str]]
     tasks: list[TaskOutcome]
     seconds: float = 0.0
+    # mining warnings worth a human's look (an input chosen among several same-named files)
+    warnings: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def built(self) -> list[TaskOutcome]:
@@ -93,6 +95,7 @@ class BuildReport:
         return {
             "candidates_mined": len(self.mined),
             "files_skipped": len(self.skipped),
+            "warnings": len(self.warnings),
             "environments": len(envs),
             "environments_ok": reached("env"),
             "gold_runs_passing": reached("gold"),
@@ -112,6 +115,7 @@ class BuildReport:
             "summary": self.summary(),
             "mined": self.mined,
             "skipped": self.skipped,
+            "warnings": self.warnings,
             "tasks": [asdict(t) for t in self.tasks],
         }
 
@@ -415,7 +419,12 @@ class _TaskBuilder:
             python_version=env["python_version"],
             venv_hint=env["env_dir"],
             eval_plan=self.state["evalsynth"]["plan"],
-            extra={"env_mode": env["mode"], "datasets": sa["datasets"], "rewrites": sa["replacements"]},
+            extra={
+                "env_mode": env["mode"],
+                "datasets": sa["datasets"],
+                "rewrites": sa["replacements"],
+                "ambiguous_inputs": self.cand.ambiguous_inputs,
+            },
         )
         write_json(self.dir / "task.json", data)
         if self.cfg.dockerfile:
@@ -479,6 +488,12 @@ def build_tasks(
         )
         store.add_event(run_id, "mine", mined.to_dict())
         say(f"mined {len(mined.candidates)} candidate(s), skipped {len(mined.skipped)} file(s)")
+        for c in mined.candidates:
+            for a in c.ambiguous_inputs:
+                say(
+                    f"warning: {c.path} line {a['line']}: {a['value']!r} matches several files; "
+                    f"chose {a['chosen']} ({a['rule']}) over {', '.join(a['alternatives'])}"
+                )
         rec = _Recorder(store, run_id, out)
 
         def one(cand: Candidate) -> TaskOutcome:
@@ -503,6 +518,12 @@ def build_tasks(
             skipped=[{"path": s.path, "reason": s.reason} for s in mined.skipped],
             tasks=tasks,
             seconds=time.perf_counter() - t0,
+            warnings=[
+                {"source": c.path, "warning": w}
+                for c in mined.candidates
+                for w in c.warnings
+                if w.startswith("ambiguous input")
+            ],
         )
         write_json(out / "d3gym_build.json", report.to_dict())
         store.finish_run(run_id, "done", report.summary())

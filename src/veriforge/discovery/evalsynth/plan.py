@@ -188,7 +188,7 @@ def _plan_table(data: bytes, sep: str, program_source: str | None) -> dict[str, 
                 if ordered
                 else f"unordered (aligned by {keys})"
                 if keys
-                else "unordered (canonical sort)"
+                else "unordered (rows matched one to one within tolerance)"
             )
         ),
     }

@@ -95,19 +95,108 @@ def _project(rows, cmap, columns):
     return out
 
 
-def _sort_key(row, numeric_flags):
-    """Canonical row order: text cells first, then numbers rounded to 4 significant digits."""
-    texts, nums = [], []
+def _numeric_key(row, numeric_flags):
+    """Exact (unrounded) order of a row's numeric cells; NaN and non-numbers last."""
+    out = []
     for cell, numeric in zip(row, numeric_flags):  # noqa: B905
         if numeric:
             v = parse_number(cell)
-            if v is None or math.isnan(v):
-                nums.append((1, 0.0))
+            out.append((1, 0.0) if v is None or math.isnan(v) else (0, v))
+    return tuple(out)
+
+
+def _rows_equal(p, g, numeric_flags, rtol, atol):
+    return all(_cells_equal(pc, gc, num, rtol, atol) for pc, gc, num in zip(p, g, numeric_flags))  # noqa: B905
+
+
+def _align_unkeyed(p, g, numeric_flags, rtol, atol):
+    """Pair prediction rows with gold rows without a key: ``(aligned pred rows, unmatched gold indices)``.
+
+    Rounding values before sorting (the obvious canonical order) is fragile: 1e-6 noise moves a
+    value across a rounding boundary and flips two rows, failing a correct answer. Instead rows are
+    matched, not sorted: text cells must be equal (they form exact groups), numeric cells must be
+    ``close`` with the evaluator's own ``rtol``/``atol``. Within a text group the candidate gold
+    rows of a prediction row are those whose cell in the most discriminating numeric column (most
+    distinct gold values) is within tolerance (found by bisection over the gold rows sorted on
+    that cell, so large tables stay near n log n), and a
+    maximum bipartite matching (augmenting paths) pairs them, so duplicates and near-ties can never
+    block a correct answer the way a greedy first-fit could. Unmatched gold rows (a wrong value, a
+    missing row) are returned for the error message; their slots hold the prediction row nearest to
+    them so the cell comparison reports what differs.
+    """
+    import bisect
+
+    num_idx = [i for i, f in enumerate(numeric_flags) if f]
+    txt_idx = [i for i, f in enumerate(numeric_flags) if not f]
+    groups = {}
+    for gi, row in enumerate(g):
+        groups.setdefault(tuple(row[i] for i in txt_idx), ([], []))[0].append(gi)
+    for pi, row in enumerate(p):
+        grp = groups.get(tuple(row[i] for i in txt_idx))
+        if grp is not None:  # a row whose text cells match no gold row stays spare (reported below)
+            grp[1].append(pi)
+    # bisect on the most discriminating numeric column (most distinct gold values): a constant
+    # first column would otherwise make every gold row a candidate of every predicted row
+    first = max(num_idx, key=lambda i: len({r[i] for r in g})) if num_idx else None
+
+    def sort_value(row):
+        v = parse_number(row[first])
+        return math.inf if v is None or math.isnan(v) else v
+
+    match_g = {}  # gold index -> pred index
+    for g_ids, p_ids in groups.values():
+        ordered = sorted(g_ids, key=lambda i: sort_value(g[i])) if first is not None else list(g_ids)
+        vals = [sort_value(g[i]) for i in ordered] if first is not None else None
+        cand = {}
+        for pi in p_ids:
+            pv = sort_value(p[pi]) if vals is not None else None
+            if pv is None or math.isinf(pv) or rtol >= 1:
+                near = ordered
             else:
-                nums.append((0, float(f"{v:.4g}")))
-        else:
-            texts.append(cell)
-    return (tuple(texts), tuple(nums))
+                # |pv - gv| <= atol + rtol*|gv| implies |pv - gv| <= (atol + rtol*|pv|) / (1 - rtol)
+                slack = (atol + rtol * abs(pv)) / (1.0 - rtol)
+                near = ordered[bisect.bisect_left(vals, pv - slack) : bisect.bisect_right(vals, pv + slack)]
+            cand[pi] = [gi for gi in near if _rows_equal(p[pi], g[gi], numeric_flags, rtol, atol)]
+        # augmenting-path matching (iterative, so thousands of duplicate rows cannot overflow the stack)
+        match_p = {}
+        for root in p_ids:
+            if not cand[root]:
+                continue
+            parent = {}  # gold index -> pred index that reached it
+            stack, seen_g, found = [root], set(), None
+            while stack and found is None:
+                pi = stack.pop()
+                for gi in cand[pi]:
+                    if gi in seen_g:
+                        continue
+                    seen_g.add(gi)
+                    parent[gi] = pi
+                    if gi not in match_g:
+                        found = gi
+                        break
+                    stack.append(match_g[gi])
+            while found is not None:  # flip the path
+                pi = parent[found]
+                prev = match_p.get(pi)
+                match_g[found], match_p[pi] = pi, found
+                found = prev
+    used = set(match_g.values())
+    spare = [pi for pi in range(len(p)) if pi not in used]
+    unmatched = [gi for gi in range(len(g)) if gi not in match_g]
+    for gi in unmatched:
+        if not spare:
+            break
+        # the leftover prediction row that differs from this gold row in the fewest cells
+        best = min(
+            spare,
+            key=lambda pi: sum(
+                not _cells_equal(pc, gc, num, rtol, atol)
+                for pc, gc, num in zip(p[pi], g[gi], numeric_flags)  # noqa: B905
+            ),
+        )
+        match_g[gi] = best
+        spare.remove(best)
+    return [p[match_g[gi]] for gi in range(len(g))], unmatched
 
 
 def _cells_equal(p, g, numeric, rtol, atol):
@@ -124,8 +213,9 @@ def check_table(pred_path, gold_path, params):
     """Column matching by name (order-insensitive), rows matched per the plan's ``row_order``.
 
     ``row_order`` is ``"ordered"`` (row i against row i), or ``"unordered"``: rows are aligned
-    by the plan's ``key_columns`` when the gold has a unique key, else both tables are put in a
-    canonical order (text cells, then numbers rounded to 4 significant digits) and compared.
+    by the plan's ``key_columns`` when the gold has a unique key, else rows are matched one to one
+    within tolerance (text cells equal, numeric cells ``close``; see :func:`_align_unkeyed`) -- an
+    exact sort on unrounded values first, as a fast path for the common case.
     Numeric columns use ``rtol``/``atol``; text columns must match exactly (after stripping).
     """
     rtol, atol = float(params.get("rtol", 1e-4)), float(params.get("atol", 1e-8))
@@ -167,8 +257,26 @@ def check_table(pred_path, gold_path, params):
                 aligned.append(cands.pop(0))
             p = aligned
         else:
-            g = sorted(g, key=lambda r: _sort_key(r, flags))
-            p = sorted(p, key=lambda r: _sort_key(r, flags))
+            # fast path: exact order on unrounded values; else tolerance-aware matching
+            gs = sorted(g, key=lambda r: (tuple(c for c, f in zip(r, flags) if not f), _numeric_key(r, flags)))  # noqa: B905
+            ps = sorted(p, key=lambda r: (tuple(c for c, f in zip(r, flags) if not f), _numeric_key(r, flags)))  # noqa: B905
+            if all(_rows_equal(pr, gr, flags, rtol, atol) for pr, gr in zip(ps, gs)):  # noqa: B905
+                g, p = gs, ps
+            else:
+                p, unmatched = _align_unkeyed(p, g, flags, rtol, atol)
+                if unmatched:
+                    g_rows_bad = len(unmatched)
+                    first_bad = unmatched[0]
+                    diffs = [
+                        f"column {c!r}: got {pc!r}, expected {gc!r}"
+                        for c, pc, gc, num in zip(columns, p[first_bad], g[first_bad], flags)  # noqa: B905
+                        if not _cells_equal(pc, gc, num, rtol, atol)
+                    ]
+                    return False, (
+                        f"{g_rows_bad} gold row(s) have no matching predicted row within tolerance "
+                        f"(rtol={rtol}, atol={atol}); first: gold row {first_bad} {g[first_bad]}, nearest "
+                        f"predicted row {p[first_bad]} differs in {'; '.join(diffs) or 'no cell'}"
+                    )
     bad = 0
     first = None
     for i, (pr, gr) in enumerate(zip(p, g)):  # noqa: B905
