@@ -139,9 +139,7 @@ def find_tasks(root: str | Path) -> list[Path]:
         return [r]
     if not r.is_dir():
         raise D3EnvError(f"{r}: no such folder")
-    return sorted(
-        p for p in r.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "task.json").is_file()
-    )
+    return sorted(p for p in r.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "task.json").is_file())
 
 
 def resolve_python(task: TaskFolder, override: str | None = None) -> tuple[str, str]:
@@ -210,9 +208,7 @@ def _feedback(run: RunOutcome, rounds_left: int) -> str:
     if run.stdout_tail.strip() and not run.valid_execution:
         lines.append(f"stdout:\n```\n{run.stdout_tail.rstrip()}\n```")
     if rounds_left > 0:
-        lines.append(
-            f"Fix the program and reply with the complete corrected version ({rounds_left} attempt(s) left)."
-        )
+        lines.append(f"Fix the program and reply with the complete corrected version ({rounds_left} attempt(s) left).")
     return "\n\n".join(lines)
 
 
@@ -288,9 +284,7 @@ def evaluate_predictions(
     stem = Path(task.eval_script_name).stem
     module = stem if stem.isidentifier() else "eval_mod"
     gold_dir = task.dir / "gold_results"
-    gold = {
-        p.relative_to(gold_dir).as_posix(): p.read_bytes() for p in sorted(gold_dir.rglob("*")) if p.is_file()
-    }
+    gold = {p.relative_to(gold_dir).as_posix(): p.read_bytes() for p in sorted(gold_dir.rglob("*")) if p.is_file()}
     py = python or resolve_python(task)[0]
     t0 = time.perf_counter()
     try:
@@ -449,13 +443,12 @@ class D3Env:
         """
         if self._last_pred is None:
             return EvalOutcome(False, "no program has been run", ran=False)
-        return evaluate_predictions(
-            self.task, self._last_pred, python=self.python, timeout_s=self.eval_timeout_s
-        )
+        return evaluate_predictions(self.task, self._last_pred, python=self.python, timeout_s=self.eval_timeout_s)
 
     # ------------------------------------------------------------------ internals
     def _run_program(self, program: str) -> RunOutcome:
         from veriforge.discovery.goldrun import RUN_ENV
+        from veriforge.discovery.plotrec import is_plotdata, recorder_env
         from veriforge.errors import SandboxError
         from veriforge.sandbox import run
 
@@ -469,7 +462,8 @@ class D3Env:
             (work / PRED).mkdir()
             (work / t.program_name).write_text(program, encoding="utf-8")
             Path(tmp).chmod(0o755)  # the sandbox uid must reach the work folder
-            env = {**RUN_ENV, "PATH": f"{Path(self.python).parent}:/usr/bin:/bin"}
+            # The plot recorder runs here too, so the agent's figure is judged by its data.
+            env = {**RUN_ENV, "PATH": f"{Path(self.python).parent}:/usr/bin:/bin", **recorder_env(work)}
             try:
                 res = run([self.python, t.program_name], cwd=work, env=env, limits=limits, network=False)
             except SandboxError as exc:
@@ -495,6 +489,7 @@ class D3Env:
                 if total > _MAX_PRED_BYTES:
                     break
                 kept[rel] = p.read_bytes()
+        produced = [r for r in produced if not is_plotdata(r)]  # recorder sidecars: shipped, not shown
         missing = [o for o in t.outputs if o not in produced]
         # Paths of the throw-away work folder would make identical failures look different (and
         # defeat the model cache): show them relative to the program's working directory.
@@ -539,11 +534,7 @@ def run_cli(
 
     def progress(t: Any) -> None:
         m = t.metadata
-        verdict = (
-            "verified"
-            if t.reward == 1.0
-            else ("infrastructure" if m.get("infrastructure_failure") else "failed")
-        )
+        verdict = "verified" if t.reward == 1.0 else ("infrastructure" if m.get("infrastructure_failure") else "failed")
         print(f"  {t.task_id} #{m.get('sample')}: {verdict} after {m.get('attempts')} attempt(s)", flush=True)
 
     s = run_tasks(tasks_path, out=out_path, model=model, agent=agent, n=n, on_episode=progress)

@@ -504,6 +504,247 @@ def check_image(pred_path, gold_path, params):
     return score >= threshold, f"SSIM {score:.4f} (threshold {threshold})"
 
 
+# ---------------------------------------------------------------------------------- figures
+# A figure is judged by the data its axes plot, recorded at savefig time by the plot recorder
+# (``.plotdata/<figure>.json`` in each results folder). Style never matters: colours, markers,
+# widths, figure size and dpi are not even recorded. SSIM is reported as a secondary number.
+_FIG_KINDS = {
+    "xy": "line/scatter",
+    "bar": "bar",
+    "errorbar": "error-bar",
+    "area": "filled-area",
+    "grid": "image/heatmap",
+}
+
+
+def _fv(v):
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _allclose(p, g, rtol, atol):
+    if len(p) != len(g):
+        return False
+    return all(close(_fv(a), _fv(b), rtol, atol) for a, b in zip(p, g))  # noqa: B905
+
+
+def _bar_items(s, ticks):
+    """``[(category, base, value)]``: category is the tick label at the bar's centre, if any."""
+    labels = {}
+    for loc, text in ticks or []:
+        if str(text).strip():
+            labels[round(_fv(loc), 6)] = str(text).strip().lower()
+    items = []
+    horizontal = s.get("orientation") == "horizontal"
+    for x, y, w, h in s.get("bars") or []:
+        x, y, w, h = _fv(x), _fv(y), _fv(w), _fv(h)
+        centre, base, value = (y + h / 2, x, w) if horizontal else (x + w / 2, y, h)
+        items.append((labels.get(round(centre, 6)), centre, base, value))
+    return items
+
+
+def _compare_bars(ps, gs, p_ax, g_ax, rtol, atol):
+    key = "yticks" if gs.get("orientation") == "horizontal" else "xticks"
+    gi = _bar_items(gs, g_ax.get(key))
+    pi = _bar_items(ps, p_ax.get(key))
+    if len(pi) != len(gi):
+        g_cats = [c for c, *_ in gi if c is not None]
+        p_cats = {c for c, *_ in pi if c is not None}
+        lost = [c for c in g_cats if c not in p_cats]
+        return f"{len(pi)} bars, expected {len(gi)}" + (f" (missing categories {lost[:5]})" if lost else "")
+    g_cats = [c for c, *_ in gi]
+    p_cats = [c for c, *_ in pi]
+    by_category = None not in g_cats and len(set(g_cats)) == len(g_cats) and sorted(g_cats) == sorted(p_cats)
+    if by_category:
+        pmap = {c: (b, v) for c, _, b, v in pi}
+        pairs = [(c, pmap[c], (b, v)) for c, _, b, v in gi]
+    else:
+        if None not in g_cats and None not in p_cats and len(set(g_cats)) == len(g_cats) and set(g_cats) != set(p_cats):
+            lost = [c for c in g_cats if c not in set(p_cats)]
+            return f"categories {sorted(set(p_cats))[:8]}, expected {sorted(set(g_cats))[:8]} (missing {lost[:5]})"
+        gi_s, pi_s = sorted(gi, key=lambda t: t[1]), sorted(pi, key=lambda t: t[1])
+        pairs = []
+        for p, g in zip(pi_s, gi_s):  # noqa: B905
+            name = g[0] if g[0] is not None else f"bar at {g[1]:.4g}"
+            pairs.append((name, (p[2], p[3]), (g[2], g[3])))
+    for cat, (pb, pv), (gb, gv) in pairs:
+        if not close(pv, gv, rtol, atol):
+            return f"bar {cat!r}: value {pv:.6g}, expected {gv:.6g}"
+        if not close(pb, gb, rtol, atol):
+            return f"bar {cat!r}: starts at {pb:.6g}, expected {gb:.6g}"
+    return None
+
+
+def _points(xs, ys):
+    pts = zip(map(_fv, xs), map(_fv, ys))  # noqa: B905
+    return sorted(pts, key=lambda t: (math.isnan(t[0]), t[0], math.isnan(t[1]), t[1]))
+
+
+def _compare_series(kind, ps, gs, p_ax, g_ax, rtol, atol):
+    """``None`` when the series carry the same data, else why not."""
+    if kind == "xy":
+        gx, gy, px, py = gs.get("x", []), gs.get("y", []), ps.get("x", []), ps.get("y", [])
+        if len(px) != len(gx):
+            return f"{len(px)} points, expected {len(gx)}"
+        if _allclose(px, gx, rtol, atol) and _allclose(py, gy, rtol, atol):
+            return None
+        # Scatter points may be drawn in any order: compare them as a set.
+        gp, pp = _points(gx, gy), _points(px, py)
+        for (ax_, ay_), (bx, by) in zip(pp, gp):  # noqa: B905
+            if not (close(ax_, bx, rtol, atol) and close(ay_, by, rtol, atol)):
+                return f"point ({ax_:.6g}, {ay_:.6g}), expected ({bx:.6g}, {by:.6g})"
+        return None
+    if kind == "bar":
+        return _compare_bars(ps, gs, p_ax, g_ax, rtol, atol)
+    if kind == "errorbar":
+
+        def norm(segs):
+            out = []
+            for s in segs:
+                a, b = (_fv(s[0]), _fv(s[1])), (_fv(s[2]), _fv(s[3]))
+                out.append(min(a, b) + max(a, b))
+            return sorted(out)
+
+        gseg, pseg = norm(gs.get("segments", [])), norm(ps.get("segments", []))
+        if len(pseg) != len(gseg):
+            return f"{len(pseg)} error bars, expected {len(gseg)}"
+        for p, g in zip(pseg, gseg):  # noqa: B905
+            if not _allclose(p, g, rtol, atol):
+                got = "({:.6g}, {:.6g})-({:.6g}, {:.6g})".format(*p)
+                want = "({:.6g}, {:.6g})-({:.6g}, {:.6g})".format(*g)
+                return f"interval {got}, expected {want}"
+        return None
+    if kind == "area":
+        g, p = gs.get("xy", []), ps.get("xy", [])
+        if len(p) != len(g):
+            return f"{len(p) // 2} outline vertices, expected {len(g) // 2}"
+        if _allclose(p, g, rtol, atol):
+            return None
+        gp, pp = _points(g[0::2], g[1::2]), _points(p[0::2], p[1::2])
+        if all(_allclose(a, b, rtol, atol) for a, b in zip(pp, gp)):  # noqa: B905
+            return None
+        return "filled area outline differs"
+    if kind == "grid":
+        ga, pa = gs.get("array", {}), ps.get("array", {})
+        if list(pa.get("shape", [])) != list(ga.get("shape", [])):
+            return f"shape {pa.get('shape')}, expected {ga.get('shape')}"
+        if "values" in ga:
+            if not _allclose(pa.get("values", []), ga["values"], rtol, atol):
+                bad = next(
+                    i
+                    for i, (a, b) in enumerate(zip(pa.get("values", []), ga["values"]))  # noqa: B905
+                    if not close(_fv(a), _fv(b), rtol, atol)
+                )
+                return f"cell {bad}: {_fv(pa['values'][bad]):.6g}, expected {_fv(ga['values'][bad]):.6g}"
+            return None
+        gsum, psum = ga.get("summary", {}), pa.get("summary", {})
+        for k in ("mean", "std", "min", "max"):
+            if not close(_fv(psum.get(k)), _fv(gsum.get(k)), rtol, atol):
+                return f"{k} {psum.get(k)}, expected {gsum.get(k)}"
+        if not _allclose(pa.get("sample", []), ga.get("sample", []), rtol, atol):
+            return "sampled cells differ"
+        return None
+    return None
+
+
+def _pair_series(ps, gs):
+    """Pair predicted with gold series: by legend label when the gold labels them all (and the
+    prediction uses the same labels), else in drawing order."""
+    g_labels = [s.get("label", "") for s in gs]
+    p_labels = [s.get("label", "") for s in ps]
+    if all(g_labels) and len(set(g_labels)) == len(g_labels) and sorted(p_labels) == sorted(g_labels):
+        pmap = {s["label"]: s for s in ps}
+        return [(pmap[s["label"]], s, repr(s["label"])) for s in gs], "label"
+    pairs = []
+    for i, (p, g) in enumerate(zip(ps, gs)):  # noqa: B905
+        pairs.append((p, g, repr(g["label"]) if g.get("label") else f"#{i + 1}"))
+    return pairs, "order"
+
+
+def compare_plotdata(pred, gold, rtol=1e-4, atol=1e-8):
+    """``(None, summary)`` when ``pred`` plots the same data as ``gold``, else ``(reason, "")``."""
+    g_axes = [a for a in gold.get("axes", []) if a.get("series")]
+    p_axes = [a for a in pred.get("axes", []) if a.get("series")]
+    if len(p_axes) != len(g_axes):
+        return f"{len(p_axes)} axes with data, expected {len(g_axes)}", ""
+    n = 0
+    for i, (pa, ga) in enumerate(zip(p_axes, g_axes)):  # noqa: B905
+        where = f"axes {i + 1}" + (f" ({ga.get('title')!r})" if ga.get("title") else "")
+        for kind, name in _FIG_KINDS.items():
+            gs = [s for s in ga["series"] if s.get("kind") == kind]
+            ps = [s for s in pa["series"] if s.get("kind") == kind]
+            if len(ps) != len(gs):
+                g_lab = [s.get("label") for s in gs if s.get("label")]
+                lost = [lab for lab in g_lab if lab not in {s.get("label") for s in ps}]
+                return (
+                    f"{where}: {len(ps)} {name} series, expected {len(gs)}"
+                    + (f" (missing {lost[:5]})" if lost else ""),
+                    "",
+                )
+            pairs, _ = _pair_series(ps, gs)
+            for p, g, label in pairs:
+                why = _compare_series(kind, p, g, pa, ga, rtol, atol)
+                if why:
+                    return f"{where}: {name} series {label}: {why}", ""
+                n += 1
+    return None, f"{len(g_axes)} axes, {n} series"
+
+
+def _load_plotdata(path):
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def check_figure(pred_path, gold_path, params):
+    """Compare what the figures plot (recorded plot data), with the table tolerances.
+
+    Series are matched per axes and kind (line/scatter points, bars by category, error-bar
+    intervals, filled areas, images/heatmaps) by legend label, else in drawing order. A missing
+    or extra series, a dropped category, swapped series, a moved interval or any value beyond
+    tolerance fails. SSIM is computed as a secondary number and never decides.
+    """
+    rtol, atol = float(params.get("rtol", 1e-4)), float(params.get("atol", 1e-8))
+    # check_output passes the sidecars; alone, a top-level figure's sidecar is next to it.
+    gold_side = params.get("_gold_plotdata") or os.path.join(
+        os.path.dirname(gold_path), ".plotdata", os.path.basename(gold_path) + ".json"
+    )
+    pred_side = params.get("_pred_plotdata") or os.path.join(
+        os.path.dirname(pred_path), ".plotdata", os.path.basename(pred_path) + ".json"
+    )
+    gold = _load_plotdata(gold_side)
+    try:
+        from PIL import Image
+    except ImportError:  # matplotlib depends on Pillow; without it only the data are judged
+        Image = None
+    if Image is not None:
+        try:
+            with Image.open(pred_path) as im:
+                im.verify()
+        except Exception as exc:  # the file must be the figure, not something else
+            return False, f"prediction is not an image: {type(exc).__name__}: {exc}"
+    if not os.path.isfile(pred_side):
+        return False, "no plot data recorded for the predicted figure (save it with matplotlib's savefig)"
+    try:
+        pred = _load_plotdata(pred_side)
+    except ValueError as exc:
+        return False, f"predicted plot data unreadable: {exc}"
+    why, summary = compare_plotdata(pred, gold, rtol, atol)
+    secondary = ""
+    try:
+        # any size: a figure saved at another size or dpi is resized before SSIM is taken
+        _, img_msg = check_image(pred_path, gold_path, {**params, "size_tolerance": 10**9})
+        secondary = f"; {img_msg} (secondary, not deciding)"
+    except Exception as exc:  # the pixel metric is informative only
+        secondary = f"; SSIM not computed ({type(exc).__name__})"
+    if why:
+        return False, f"plotted data differ: {why}{secondary}"
+    return True, f"plotted data match ({summary}){secondary}"
+
+
 # ---------------------------------------------------------------------------------- dispatch
 CHECKS = {
     "table": check_table,
@@ -512,6 +753,7 @@ CHECKS = {
     "text": check_text,
     "array": check_array,
     "image": check_image,
+    "figure": check_figure,
 }
 
 
@@ -529,6 +771,11 @@ def check_output(entry, pred_dir, gold_dir, model_checks=None):
             namespace = {"__name__": "model_check"}
             exec(compile(model_checks[entry["model_code"]], f"<model check {rel}>", "exec"), namespace)
             ok, msg = namespace["check"](pred_path, gold_path)
+        elif entry["kind"] == "figure":
+            params = dict(entry.get("params", {}))
+            params["_gold_plotdata"] = os.path.join(gold_dir, ".plotdata", rel + ".json")
+            params["_pred_plotdata"] = os.path.join(pred_dir, ".plotdata", rel + ".json")
+            ok, msg = check_figure(pred_path, gold_path, params)
         else:
             ok, msg = CHECKS[entry["kind"]](pred_path, gold_path, entry.get("params", {}))
     except Exception as exc:  # a malformed prediction is a failing verdict
