@@ -532,12 +532,20 @@ def _allclose(p, g, rtol, atol):
     return all(close(_fv(a), _fv(b), rtol, atol) for a, b in zip(p, g))  # noqa: B905
 
 
-def _bar_items(s, ticks):
-    """``[(category, base, value)]``: category is the tick label at the bar's centre, if any."""
+def _tick_map(ticks):
+    """Position -> category for the *text* tick labels of an axis (numeric labels are not
+    categories: where numeric ticks fall depends on the figure's size)."""
     labels = {}
     for loc, text in ticks or []:
-        if str(text).strip():
-            labels[round(_fv(loc), 6)] = str(text).strip().lower()
+        t = str(text).strip().replace("\u2212", "-")
+        if t and parse_number(t) is None:
+            labels[round(_fv(loc), 6)] = t.lower()
+    return labels
+
+
+def _bar_items(s, ticks):
+    """``[(category, base, value)]``: category is the tick label at the bar's centre, if any."""
+    labels = _tick_map(ticks)
     items = []
     horizontal = s.get("orientation") == "horizontal"
     for x, y, w, h in s.get("bars") or []:
@@ -592,6 +600,18 @@ def _compare_series(kind, ps, gs, p_ax, g_ax, rtol, atol):
             return f"{len(px)} points, expected {len(gx)}"
         if _allclose(px, gx, rtol, atol) and _allclose(py, gy, rtol, atol):
             return None
+        gmap, pmap = _tick_map(g_ax.get("xticks")), _tick_map(p_ax.get("xticks"))
+        gcat = [gmap.get(round(_fv(v), 6)) for v in gx]
+        pcat = [pmap.get(round(_fv(v), 6)) for v in px]
+        if None not in gcat and None not in pcat and len(set(gcat)) == len(gcat):
+            # points at categories (a categorical x axis): compare category by category
+            if sorted(pcat) != sorted(gcat):
+                return f"categories {sorted(set(pcat))[:8]}, expected {sorted(set(gcat))[:8]}"
+            pval = dict(zip(pcat, py))  # noqa: B905
+            for c, v in zip(gcat, gy):  # noqa: B905
+                if not close(_fv(pval[c]), _fv(v), rtol, atol):
+                    return f"point at {c!r}: {_fv(pval[c]):.6g}, expected {_fv(v):.6g}"
+            return None
         # Scatter points may be drawn in any order: compare them as a set.
         gp, pp = _points(gx, gy), _points(px, py)
         for (ax_, ay_), (bx, by) in zip(pp, gp):  # noqa: B905
@@ -602,17 +622,29 @@ def _compare_series(kind, ps, gs, p_ax, g_ax, rtol, atol):
         return _compare_bars(ps, gs, p_ax, g_ax, rtol, atol)
     if kind == "errorbar":
 
-        def norm(segs):
+        def norm(segs, ax):
+            # An interval drawn at a category (a text tick) belongs to that category, wherever
+            # the category is placed; others are compared by their coordinates.
+            xl, yl = _tick_map(ax.get("xticks")), _tick_map(ax.get("yticks"))
             out = []
             for s in segs:
                 a, b = (_fv(s[0]), _fv(s[1])), (_fv(s[2]), _fv(s[3]))
-                out.append(min(a, b) + max(a, b))
+                lo, hi = min(a, b), max(a, b)
+                if lo[0] == hi[0] and round(lo[0], 6) in xl:
+                    out.append((xl[round(lo[0], 6)], (0.0, lo[1], 0.0, hi[1])))
+                elif lo[1] == hi[1] and round(lo[1], 6) in yl:
+                    out.append((yl[round(lo[1], 6)], (lo[0], 0.0, hi[0], 0.0)))
+                else:
+                    out.append(("", lo + hi))
             return sorted(out)
 
-        gseg, pseg = norm(gs.get("segments", [])), norm(ps.get("segments", []))
+        gseg = norm(gs.get("segments", []), g_ax)
+        pseg = norm(ps.get("segments", []), p_ax)
         if len(pseg) != len(gseg):
             return f"{len(pseg)} error bars, expected {len(gseg)}"
-        for p, g in zip(pseg, gseg):  # noqa: B905
+        for (pc, p), (gc, g) in zip(pseg, gseg):  # noqa: B905
+            if pc != gc:
+                return f"interval at {pc or 'a position'!r}, expected one at {gc or 'a position'!r}"
             if not _allclose(p, g, rtol, atol):
                 got = "({:.6g}, {:.6g})-({:.6g}, {:.6g})".format(*p)
                 want = "({:.6g}, {:.6g})-({:.6g}, {:.6g})".format(*g)
