@@ -2,11 +2,12 @@
 
 Five gold figures of the kinds research scripts draw (labelled line series, bars with error
 bars, a two-group scatter, group means with error bars on a categorical axis, a heatmap), and
-for each a set of predicted figures drawn by real matplotlib programs, each labelled with the verdict a scientist reading the figure would
-give: the same data in another style (colours, markers, line styles, figure size, dpi, style
-sheet, drawing order) is correct; float noise far below the table tolerance is correct; swapped
-series, a dropped category or series, wrong intervals (SD drawn instead of SEM), one value off
-by 10% and a different statistic (median for mean) are wrong.
+for each a set of predicted figures drawn by real matplotlib programs, each labelled with the
+verdict a scientist reading the figure would give: the same data in another style (colours,
+markers, line styles, figure size, dpi, style sheet, drawing order) is correct; float noise far
+below the table tolerance is correct; swapped series, a dropped category or series, wrong
+intervals (SD drawn instead of SEM), one value off by 10% and a different statistic (median
+for mean) are wrong.
 
 Every program runs with the plot recorder installed (as gold and agent runs do). Each pair is
 judged twice, each time by a synthesized evaluator run in ``veriforge.sandbox`` exactly as the
