@@ -52,7 +52,8 @@ def print_build_report(report: Any) -> None:
     console.print(
         f"environments: {s['environments']} ({s['environments_ok']} task(s) ok) | gold runs passing: "
         f"{s['gold_runs_passing']} | evaluators validated: {s['evaluators_validated']}, rejected: "
-        f"{s['evaluators_rejected']} | built: {s['tasks_built']} | infrastructure failures: "
+        f"{s['evaluators_rejected']} | built: {s['tasks_built']} (flagged unanswerable: "
+        f"{s.get('flagged_unanswerable', 0)}) | infrastructure failures: "
         f"{s['infrastructure_failures']}, program failures: {s['program_failures']} | {s['seconds']:.1f} s"
     )
 
@@ -72,8 +73,7 @@ def build_cmd(
         str,
         typer.Option(
             "--env-mode",
-            help="install: a fresh venv per requirement set; "
-            "reuse: this interpreter's packages, no installs.",
+            help="install: a fresh venv per requirement set; reuse: this interpreter's packages, no installs.",
         ),
     ] = "install",
     timeout: Annotated[float, typer.Option("--timeout", help="Gold-run timeout in seconds.")] = 600.0,
@@ -129,8 +129,17 @@ def validate_cmd(
     else:
         for r in results:
             mark = "ok  " if r["ok"] else "FAIL"
+            ans = r.get("answerability") or {}
+            cov = ans.get("coverage") or {}
+            note = (
+                f" | answerable: {ans.get('answerable')} ({ans.get('method')}; instruction states "
+                f"{cov.get('covered')}/{cov.get('operations')} operations)"
+                if cov
+                else ""
+            )
             typer.echo(
                 f"{mark} {r['instance_id']}: {len(r['controls'])} case(s)"
+                + note
                 + ("" if r["ok"] else " -- " + "; ".join(r["reasons"]))
             )
     if not all(r["ok"] for r in results):

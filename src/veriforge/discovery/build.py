@@ -102,6 +102,9 @@ class BuildReport:
             "evaluators_validated": reached("evalcheck"),
             "evaluators_rejected": sum(1 for t in self.tasks if t.failure_kind == "evaluator"),
             "tasks_built": len(self.built),
+            "flagged_unanswerable": sum(
+                1 for t in self.tasks if t.stages.get("evalcheck", {}).get("detail", {}).get("answerable") is False
+            ),
             "infrastructure_failures": sum(1 for t in self.tasks if t.failure_kind == "infrastructure"),
             "program_failures": sum(1 for t in self.tasks if t.failure_kind == "program"),
             "seconds": round(self.seconds, 2),
@@ -154,9 +157,7 @@ class _Recorder:
                     {"fp": fp, "ok": ok, "detail": detail},
                     run_id=self.run_id,
                 )
-            self.store.set_state(
-                self.run_id, f"{iid}/{stage}", {"status": status, "seconds": round(seconds, 3)}
-            )
+            self.store.set_state(self.run_id, f"{iid}/{stage}", {"status": status, "seconds": round(seconds, 3)})
             self.store.add_event(
                 self.run_id,
                 f"stage.{status}",
@@ -434,14 +435,23 @@ class _TaskBuilder:
     def evalcheck(self) -> dict[str, Any]:
         from veriforge.discovery.evalcheck import validate_evaluator
 
-        val = validate_evaluator(
-            self.dir, reruns=self.cfg.validate_reruns, python=self.state["env"]["python"]
-        )
+        val = validate_evaluator(self.dir, reruns=self.cfg.validate_reruns, python=self.state["env"]["python"])
         full = val.to_dict()
         self.state["evalcheck_full"] = full
         if not val.ok:
             raise StageFailed("evalcheck", "evaluator", "; ".join(val.reasons), {"validation": full})
-        return {"ok": True, "controls": [c["name"] for c in full["controls"]], "skipped": full["skipped"]}
+        # issue 18 part 5: answerable from the instruction and data alone? (flagged, never dropped)
+        from veriforge.discovery.answerable import answerability, record_answerability
+
+        ans = answerability(self.dir, self.client, python=self.state["env"]["python"])
+        record_answerability(self.dir, ans)
+        return {
+            "ok": True,
+            "controls": [c["name"] for c in full["controls"]],
+            "skipped": full["skipped"],
+            "answerable": ans["answerable"],
+            "answerability": {k: ans[k] for k in ("method", "answerable", "coverage")},
+        }
 
 
 def _third_party(mod: str) -> bool:
@@ -473,9 +483,7 @@ def build_tasks(
     config = {"repo": src.origin, "commit": src.commit, "out": str(out), **asdict(cfg), "model": bool(client)}
     config.pop("jobs")
     previous = [
-        r
-        for r in store.unfinished_runs(kind="d3gym.build")
-        if canonical_json(r.config) == canonical_json(config)
+        r for r in store.unfinished_runs(kind="d3gym.build") if canonical_json(r.config) == canonical_json(config)
     ]
     run_id = store.start_run("d3gym.build", config, run_id=previous[-1].id if _resumable(previous) else None)
     say = progress or (lambda _m: None)
