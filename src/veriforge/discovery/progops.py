@@ -53,6 +53,9 @@ PLOTS = {
     "barplot": "bar chart", "histplot": "histogram", "kdeplot": "density plot", "regplot": "regression plot",
     "pointplot": "point plot", "stripplot": "strip plot", "swarmplot": "swarm plot", "fill_between": "shaded band",
     "countplot": "count plot", "lmplot": "regression plot", "pairplot": "pair plot", "step": "step plot",
+    "catplot": "categorical plot", "displot": "distribution plot", "relplot": "relational plot",
+    "boxenplot": "letter-value plot", "jointplot": "joint plot", "ecdfplot": "ECDF plot",
+    "clustermap": "clustered heatmap",
 }  # fmt: skip
 LABELS = {
     "set_xlabel": "x-axis label", "xlabel": "x-axis label", "set_ylabel": "y-axis label", "ylabel": "y-axis label",
@@ -412,7 +415,9 @@ def _call(node: ast.Call, consts: dict[str, Any], add: Any, consumed: set[int]) 
     if name in PLOTS and isinstance(node.func, ast.Attribute) and not full.startswith(("np.", "numpy.")):
         args = [_render(a, consts, 60) for a in node.args[:3]]
         kw, kwf = _kwargs(
-            node, {"x", "y", "hue", "bins", "label", "data", "yerr", "xerr", "col", "row", "kind"}, consts
+            node,
+            {"x", "y", "hue", "bins", "label", "yerr", "xerr", "col", "row", "kind", "estimator", "errorbar"},
+            consts,
         )
         detail = ", ".join([a for a, _ in args] + ([kw] if kw else []))
         add("plot", f"Plot a {PLOTS[name]}" + (f" of {detail}" if detail else ""), node,
