@@ -233,3 +233,29 @@ def test_gold_run_and_agent_run_both_record(tmp_path):
     env.reset()
     _, reward, _, info = env.step(prog.replace("['A', 'B', 'C']", "['B', 'A', 'C']"))  # A and B swapped
     assert reward == 0.0 and "bar 'a'" in env.evaluate().message
+
+
+def test_bars_are_compared_by_category_however_they_are_grouped():
+    """One container per bar (colour by category, as seaborn's hue does) vs one for all: same data."""
+    from veriforge.discovery.evalsynth.runtime import compare_plotdata
+
+    ticks = [[0.0, "A"], [1.0, "B"]]
+
+    def fig(*containers):
+        series = [{"kind": "bar", "label": lab, "bars": bars} for lab, bars in containers]
+        return {"axes": [{"xticks": ticks, "series": series}]}
+
+    gold = fig(("", [[-0.4, 0, 0.8, 0.12], [0.6, 0, 0.8, 0.13]]))
+    per_bar = fig(("A", [[-0.4, 0, 0.8, 0.12]]), ("B", [[0.6, 0, 0.8, 0.13]]))
+    assert compare_plotdata(per_bar, gold)[0] is None
+    swapped = fig(("A", [[-0.4, 0, 0.8, 0.13]]), ("B", [[0.6, 0, 0.8, 0.12]]))
+    assert "bar 'a'" in compare_plotdata(swapped, gold)[0]
+    # Labelled groups (a legend) are matched by label: exchanging the groups' values fails.
+    grouped = fig(
+        ("ctrl", [[-0.4, 0, 0.4, 1.0], [0.6, 0, 0.4, 2.0]]), ("drug", [[0.0, 0, 0.4, 3.0], [1.0, 0, 0.4, 4.0]])
+    )
+    exchanged = fig(
+        ("drug", [[-0.4, 0, 0.4, 1.0], [0.6, 0, 0.4, 2.0]]), ("ctrl", [[0.0, 0, 0.4, 3.0], [1.0, 0, 0.4, 4.0]])
+    )
+    assert compare_plotdata(grouped, grouped)[0] is None
+    assert compare_plotdata(exchanged, grouped)[0] is not None
