@@ -64,7 +64,11 @@ mean = [data[g].mean() for g in groups]
 sem = [data[g].std(ddof=1) / np.sqrt(len(data[g])) for g in groups]
 {mutate_after}
 fig, ax = plt.subplots(figsize={size!r})
-ax.bar(groups, mean, yerr=sem, color={colour!r}, capsize={capsize}, width={width})
+if {percat}:  # one call (one container, its own colour) per bar, as colour-by-category code does
+    for g, m, e in zip(groups, mean, sem):
+        ax.bar(g, m, yerr=e, capsize={capsize}, width={width}, label=g)
+else:
+    ax.bar(groups, mean, yerr=sem, color={colour!r}, capsize={capsize}, width={width})
 ax.set_ylabel("mean response")
 fig.savefig("pred_results/fig.png", dpi={dpi})
 """
@@ -104,7 +108,7 @@ fig.savefig("pred_results/fig.png", dpi={dpi})
 BASE = {"style": "", "size": (5, 3.5), "dpi": 60, "mutate": "", "mutate_after": ""}
 CHARTS: dict[str, tuple[str, dict[str, Any]]] = {
     "lines": (LINE, {"order": ["control", "treated", "washout"], "fmt": "-", "lw": 1.5}),
-    "bars": (BARS, {"groups": ["A", "B", "C", "D"], "colour": "tab:blue", "capsize": 3, "width": 0.8}),
+    "bars": (BARS, {"groups": ["A", "B", "C", "D"], "colour": "tab:blue", "capsize": 3, "width": 0.8, "percat": False}),
     "scatter": (SCATTER, {"order": ["wild type", "mutant"], "s": 20, "marker": "o"}),
     "points": (POINTS, {"groups": ["low", "mid", "high"], "fmt": "o-"}),
     "heatmap": (HEAT, {"cmap": "viridis"}),
@@ -129,6 +133,7 @@ CASES: list[tuple[str, str, dict[str, Any], bool]] = [
     ("bars", "restyled", {"colour": "darkorange", "capsize": 8, "width": 0.5, "size": (6, 4)}, True),
     ("bars", "reordered_categories", {"groups": ["D", "C", "B", "A"], "style": "seaborn-v0_8-whitegrid"}, True),
     ("bars", "dpi_and_size", {"dpi": 90, "size": (4, 3)}, True),
+    ("bars", "one_call_per_bar", {"percat": True}, True),
     (
         "bars",
         "swapped_categories",
@@ -242,8 +247,7 @@ def main() -> int:
     lines = [
         "D3-Gym figure evaluator agreement with human verdicts (benchmarks/d3gym_figure_agreement.py)",
         "Real matplotlib programs, run with the plot recorder; evaluators run in veriforge.sandbox.",
-        f"figure pairs: {n} ({n_pass} correct restyles/reruns, {n - n_pass} wrong figures), "
-        f"{len(CHARTS)} gold figures",
+        f"figure pairs: {n} ({n_pass} correct restyles/reruns, {n - n_pass} wrong figures), {len(CHARTS)} gold figures",
         f"plot-data evaluator (kind figure): {data_ok}/{n} = {100 * data_ok / n:.1f}%  "
         f"false passes {fp(3)}, false fails {fn(3)}",
         f"pixel evaluator (SSIM >= 0.95):    {pix_ok}/{n} = {100 * pix_ok / n:.1f}%  "

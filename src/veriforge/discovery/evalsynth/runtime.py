@@ -704,10 +704,13 @@ def _same_labels(ps, gs):
     return all(g_labels) and len(set(g_labels)) == len(g_labels) and sorted(p_labels) == sorted(g_labels)
 
 
-def _pool_bars(series):
-    """All bars of one axes as one unlabelled series (orientation of the first)."""
+def _pool(series):
+    """All bars (or error bars) of one axes as one unlabelled series."""
+    first = series[0]
+    if first.get("kind") == "errorbar":
+        return {"kind": "errorbar", "label": "", "segments": [x for s in series for x in s.get("segments") or []]}
     bars = [b for s in series for b in s.get("bars") or []]
-    return {"kind": "bar", "label": "", "orientation": series[0].get("orientation"), "bars": bars}
+    return {"kind": "bar", "label": "", "orientation": first.get("orientation"), "bars": bars}
 
 
 def compare_plotdata(pred, gold, rtol=1e-4, atol=1e-8):
@@ -722,11 +725,11 @@ def compare_plotdata(pred, gold, rtol=1e-4, atol=1e-8):
         for kind, name in _FIG_KINDS.items():
             gs = [s for s in ga["series"] if s.get("kind") == kind]
             ps = [s for s in pa["series"] if s.get("kind") == kind]
-            if kind == "bar" and gs and ps and not _same_labels(ps, gs):
-                # Bars whose grouping the legend does not pin down (one container per bar when
-                # colour follows the category, or one container for all): pool them and
-                # compare bar by bar, by category.
-                gs, ps = [_pool_bars(gs)], [_pool_bars(ps)]
+            if kind in ("bar", "errorbar") and gs and ps and not _same_labels(ps, gs):
+                # Bars (and their intervals) whose grouping the legend does not pin down (one
+                # container per bar when colour follows the category, or one for all): pool
+                # them and compare bar by bar, interval by interval, by category.
+                gs, ps = [_pool(gs)], [_pool(ps)]
             if len(ps) != len(gs):
                 g_lab = [s.get("label") for s in gs if s.get("label")]
                 lost = [lab for lab in g_lab if lab not in {s.get("label") for s in ps}]
