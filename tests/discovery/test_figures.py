@@ -138,6 +138,13 @@ def test_figures_without_data_are_refused_and_foreign_images_keep_pixels(tmp_pat
     subprocess.run([sys.executable, "prog.py"], cwd=work, env=env, check=True, timeout=120)
     with pytest.raises(UnsupportedOutputError, match="no data series"):
         synthesize(work / "pred_results", ["blank.png"])
+    (work / "prog.py").write_text(
+        "import numpy as np\nimport matplotlib.pyplot as plt\n"
+        "plt.imshow(np.zeros((4, 5, 3)))\nplt.savefig('pred_results/picture.png')\n"
+    )
+    subprocess.run([sys.executable, "prog.py"], cwd=work, env=env, check=True, timeout=120)
+    with pytest.raises(UnsupportedOutputError, match="only shows pictures"):
+        synthesize(work / "pred_results", ["picture.png"])
     from PIL import Image
 
     Image.new("RGB", (20, 10), "white").save(work / "pred_results" / "photo.png")  # not matplotlib

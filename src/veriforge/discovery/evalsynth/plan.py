@@ -170,6 +170,12 @@ def _plan_figure(gold_dir: Path, rel: str) -> dict[str, Any] | None:
             "reason": "figure: the plot recorder found no data series (empty axes or text only); "
             "its data cannot be extracted, and pixels alone do not judge a figure",
         }
+    if n == _picture_count(data):
+        return {
+            "kind": "unsupported",
+            "reason": "figure: it only shows pictures (RGB/RGBA arrays, e.g. images read from files); "
+            "there is no plotted data to judge it by",
+        }
     n_axes = sum(1 for ax in data.get("axes") or [] if ax.get("series"))
     return {
         "kind": "figure",
@@ -184,6 +190,17 @@ def _plan_figure(gold_dir: Path, rel: str) -> dict[str, Any] | None:
         },
         "reason": f"matplotlib figure: {n} data series on {n_axes} axes recorded at savefig",
     }
+
+
+def _picture_count(data: dict[str, Any]) -> int:
+    """Recorded series that are colour pictures (``imshow`` of an RGB(A) array), not data."""
+    n = 0
+    for ax in data.get("axes") or []:
+        for sr in ax.get("series") or []:
+            shape = (sr.get("array") or {}).get("shape") or []
+            if sr.get("kind") == "grid" and len(shape) == 3 and shape[-1] in (3, 4):
+                n += 1
+    return n
 
 
 def _plan_table(data: bytes, sep: str, program_source: str | None) -> dict[str, Any] | None:
