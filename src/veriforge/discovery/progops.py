@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,11 +181,12 @@ class _Render(ast.NodeTransformer):
             self.facts.append(str(v))
 
 
-_FRAMES: set[str] = set()
+# Table variables of the program being read (per thread: builds may run tasks concurrently).
+_STATE = threading.local()
 
 
 def _render(node: ast.AST, consts: dict[str, Any], limit: int = 160) -> tuple[str, list[str]]:
-    r = _Render(consts, _FRAMES)
+    r = _Render(consts, getattr(_STATE, "frames", set()))
     try:
         tree = r.visit(ast.parse(ast.unparse(node), mode="eval").body)
         text = ast.unparse(tree)
@@ -267,8 +269,7 @@ def program_operations(source: str | None) -> list[Operation]:
     except SyntaxError:
         return []
     consts = _constants(tree)
-    _FRAMES.clear()
-    _FRAMES.update(_frames(tree))
+    _STATE.frames = _frames(tree)
     ops: list[Operation] = []
     consumed: set[int] = set()
 
