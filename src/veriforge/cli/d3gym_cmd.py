@@ -73,7 +73,8 @@ def build_cmd(
         str,
         typer.Option(
             "--env-mode",
-            help="install: a fresh venv per requirement set; reuse: this interpreter's packages, no installs.",
+            help="install: a fresh venv per requirement set; "
+            "reuse: this interpreter's packages, no installs.",
         ),
     ] = "install",
     timeout: Annotated[float, typer.Option("--timeout", help="Gold-run timeout in seconds.")] = 600.0,

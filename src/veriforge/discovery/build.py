@@ -157,7 +157,9 @@ class _Recorder:
                     {"fp": fp, "ok": ok, "detail": detail},
                     run_id=self.run_id,
                 )
-            self.store.set_state(self.run_id, f"{iid}/{stage}", {"status": status, "seconds": round(seconds, 3)})
+            self.store.set_state(
+                self.run_id, f"{iid}/{stage}", {"status": status, "seconds": round(seconds, 3)}
+            )
             self.store.add_event(
                 self.run_id,
                 f"stage.{status}",
@@ -435,7 +437,9 @@ class _TaskBuilder:
     def evalcheck(self) -> dict[str, Any]:
         from veriforge.discovery.evalcheck import validate_evaluator
 
-        val = validate_evaluator(self.dir, reruns=self.cfg.validate_reruns, python=self.state["env"]["python"])
+        val = validate_evaluator(
+            self.dir, reruns=self.cfg.validate_reruns, python=self.state["env"]["python"]
+        )
         full = val.to_dict()
         self.state["evalcheck_full"] = full
         if not val.ok:
@@ -483,7 +487,9 @@ def build_tasks(
     config = {"repo": src.origin, "commit": src.commit, "out": str(out), **asdict(cfg), "model": bool(client)}
     config.pop("jobs")
     previous = [
-        r for r in store.unfinished_runs(kind="d3gym.build") if canonical_json(r.config) == canonical_json(config)
+        r
+        for r in store.unfinished_runs(kind="d3gym.build")
+        if canonical_json(r.config) == canonical_json(config)
     ]
     run_id = store.start_run("d3gym.build", config, run_id=previous[-1].id if _resumable(previous) else None)
     say = progress or (lambda _m: None)

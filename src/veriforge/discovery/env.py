@@ -139,7 +139,9 @@ def find_tasks(root: str | Path) -> list[Path]:
         return [r]
     if not r.is_dir():
         raise D3EnvError(f"{r}: no such folder")
-    return sorted(p for p in r.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "task.json").is_file())
+    return sorted(
+        p for p in r.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "task.json").is_file()
+    )
 
 
 def resolve_python(task: TaskFolder, override: str | None = None) -> tuple[str, str]:
@@ -208,7 +210,9 @@ def _feedback(run: RunOutcome, rounds_left: int) -> str:
     if run.stdout_tail.strip() and not run.valid_execution:
         lines.append(f"stdout:\n```\n{run.stdout_tail.rstrip()}\n```")
     if rounds_left > 0:
-        lines.append(f"Fix the program and reply with the complete corrected version ({rounds_left} attempt(s) left).")
+        lines.append(
+            f"Fix the program and reply with the complete corrected version ({rounds_left} attempt(s) left)."
+        )
     return "\n\n".join(lines)
 
 
@@ -284,7 +288,9 @@ def evaluate_predictions(
     stem = Path(task.eval_script_name).stem
     module = stem if stem.isidentifier() else "eval_mod"
     gold_dir = task.dir / "gold_results"
-    gold = {p.relative_to(gold_dir).as_posix(): p.read_bytes() for p in sorted(gold_dir.rglob("*")) if p.is_file()}
+    gold = {
+        p.relative_to(gold_dir).as_posix(): p.read_bytes() for p in sorted(gold_dir.rglob("*")) if p.is_file()
+    }
     py = python or resolve_python(task)[0]
     t0 = time.perf_counter()
     try:
@@ -443,7 +449,9 @@ class D3Env:
         """
         if self._last_pred is None:
             return EvalOutcome(False, "no program has been run", ran=False)
-        return evaluate_predictions(self.task, self._last_pred, python=self.python, timeout_s=self.eval_timeout_s)
+        return evaluate_predictions(
+            self.task, self._last_pred, python=self.python, timeout_s=self.eval_timeout_s
+        )
 
     # ------------------------------------------------------------------ internals
     def _run_program(self, program: str) -> RunOutcome:
@@ -534,7 +542,11 @@ def run_cli(
 
     def progress(t: Any) -> None:
         m = t.metadata
-        verdict = "verified" if t.reward == 1.0 else ("infrastructure" if m.get("infrastructure_failure") else "failed")
+        verdict = (
+            "verified"
+            if t.reward == 1.0
+            else ("infrastructure" if m.get("infrastructure_failure") else "failed")
+        )
         print(f"  {t.task_id} #{m.get('sample')}: {verdict} after {m.get('attempts')} attempt(s)", flush=True)
 
     s = run_tasks(tasks_path, out=out_path, model=model, agent=agent, n=n, on_episode=progress)

@@ -124,7 +124,9 @@ def table_controls(data: bytes, sep: str, params: dict[str, Any]) -> list[tuple[
     header, body = rows[0], rows[1:]
     ignore = set(params.get("ignore_columns", []))
     cols = [j for j, h in enumerate(header) if h.strip() not in ignore]
-    numeric = [j for j in cols if body and all(_num(r[j]) is not None for r in body if j < len(r) and r[j].strip())]
+    numeric = [
+        j for j in cols if body and all(_num(r[j]) is not None for r in body if j < len(r) and r[j].strip())
+    ]
     numeric = [j for j in numeric if any(j < len(r) and r[j].strip() for r in body)]
     keys = set(params.get("key_columns", []))
 
@@ -240,7 +242,9 @@ def json_controls(data: bytes) -> list[tuple[str, bytes]]:
     if isinstance(gold, dict):
         csv_text = "key,value\n" + "".join(f"{k},{json.dumps(v)}\n" for k, v in gold.items())
     else:
-        csv_text = "value\n" + "".join(f"{json.dumps(v)}\n" for v in (gold if isinstance(gold, list) else [gold]))
+        csv_text = "value\n" + "".join(
+            f"{json.dumps(v)}\n" for v in (gold if isinstance(gold, list) else [gold])
+        )
     out.append(("wrong_type", csv_text.encode()))
     return out
 
@@ -283,7 +287,9 @@ def array_controls(data: bytes) -> list[tuple[str, bytes]]:
         out.append(("shape_changed", dump({**arrays, name: shaped})))
     if is_npz and arrays:
         k = next(iter(arrays))
-        out.append(("keys_renamed", dump({(f"{kk}_renamed" if kk == k else kk): v for kk, v in arrays.items()})))
+        out.append(
+            ("keys_renamed", dump({(f"{kk}_renamed" if kk == k else kk): v for kk, v in arrays.items()}))
+        )
     if name is not None:
         a = arrays[name]
         buf = io.StringIO()

@@ -180,14 +180,18 @@ def describe_output(gold_dir: Path | str | None, rel: str, program_source: str |
         sep = "tab-separated" if params.get("sep") == "\t" else "comma-separated"
         n = _table_rows(gold, params.get("sep", ","))
         per = f", one row per {', '.join(params['key_columns'])}" if params.get("key_columns") else ""
-        order = "; keep the rows sorted as the analysis orders them" if params["row_order"] == "ordered" else ""
+        order = (
+            "; keep the rows sorted as the analysis orders them" if params["row_order"] == "ordered" else ""
+        )
         return f"{where}: a {sep} table with a header row and the columns {cols} ({n} rows{per}{order})"
     if kind == "json":
         data = json.loads(gold.read_text(encoding="utf-8-sig"))
         if isinstance(data, dict):
             keys = ", ".join(f'"{k}"' for k in list(data)[:20])
             return f"{where}: a JSON object with the keys {keys}"
-        return f"{where}: a JSON {type(data).__name__}" + (f" of {len(data)} items" if isinstance(data, list) else "")
+        return f"{where}: a JSON {type(data).__name__}" + (
+            f" of {len(data)} items" if isinstance(data, list) else ""
+        )
     if kind == "array":
         return f"{where}: {_array_desc(gold)}"
     if kind == "scalar":
@@ -248,7 +252,9 @@ def figure_summary(gold_dir: Path, rel: str) -> str:
 
 def _table_rows(path: Path, sep: str) -> int:
     text = path.read_text(encoding="utf-8-sig", errors="replace")
-    return max(0, sum(1 for r in csv.reader(io.StringIO(text), delimiter=sep) if any(c.strip() for c in r)) - 1)
+    return max(
+        0, sum(1 for r in csv.reader(io.StringIO(text), delimiter=sep) if any(c.strip() for c in r)) - 1
+    )
 
 
 def _array_desc(path: Path) -> str:
@@ -281,7 +287,13 @@ def template_instruction(info: dict[str, Any]) -> str:
     else:
         first = f"{lead}we have data in the `datasets/` folder."
     if steps:
-        body = "Using these data, " + "; ".join(steps[:-1]) + ("; then " if len(steps) > 1 else "") + steps[-1] + "."
+        body = (
+            "Using these data, "
+            + "; ".join(steps[:-1])
+            + ("; then " if len(steps) > 1 else "")
+            + steps[-1]
+            + "."
+        )
         body = body[0].upper() + body[1:]
     else:
         body = "Reproduce the analysis of these data that produces the outputs below."

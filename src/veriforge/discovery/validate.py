@@ -17,7 +17,9 @@ def task_dirs(tasks: str | Path) -> list[Path]:
     root = Path(tasks)
     if not root.is_dir():
         raise DiscoveryError(f"{root} is not a folder")
-    return sorted(p for p in root.iterdir() if p.is_dir() and p.name != REJECTED and (p / "task.json").is_file())
+    return sorted(
+        p for p in root.iterdir() if p.is_dir() and p.name != REJECTED and (p / "task.json").is_file()
+    )
 
 
 def _answerability(d: Path, task: dict[str, Any]) -> dict[str, Any] | None:
@@ -55,7 +57,8 @@ def validate_tasks(tasks: str | Path, *, reruns: int = 2) -> list[dict[str, Any]
                 "ok": val.ok,
                 "reasons": val.reasons,
                 "controls": [
-                    {"name": c.name, "expected_pass": c.expected_pass, "got_pass": c.got_pass} for c in val.controls
+                    {"name": c.name, "expected_pass": c.expected_pass, "got_pass": c.got_pass}
+                    for c in val.controls
                 ],
                 "answerability": _answerability(d, task),
             }
