@@ -266,3 +266,54 @@ def test_bars_are_compared_by_category_however_they_are_grouped():
     )
     assert compare_plotdata(grouped, grouped)[0] is None
     assert compare_plotdata(exchanged, grouped)[0] is not None
+
+
+NOISY = """
+import numpy as np
+import matplotlib.pyplot as plt
+means = {means!r}
+jitter = np.random.default_rng().normal(0, 0.1, 3)  # unseeded, like seaborn's bootstrapped CIs
+plt.bar(["A", "B", "C"], means)
+for i, m in enumerate(means):
+    plt.plot([i, i], [m - 0.5 + jitter[i], m + 0.5 + jitter[i]], color="k")
+plt.savefig("pred_results/fig.png")
+"""
+
+
+def _run(work: Path, code: str) -> Path:
+    (work / "pred_results").mkdir(parents=True)
+    (work / "prog.py").write_text(code)
+    env = {**os.environ, "MPLBACKEND": "Agg", **recorder_env(work)}
+    subprocess.run([sys.executable, "prog.py"], cwd=work, env=env, check=True, timeout=120)
+    return work / "pred_results"
+
+
+def test_series_that_differ_between_gold_runs_are_required_but_not_compared(tmp_path):
+    from veriforge.discovery.plotrec import rerun_and_mark
+
+    task = tmp_path / "task"
+    (task / "gold_program").mkdir(parents=True)
+    (task / "datasets").mkdir()
+    (task / "gold_program" / "prog.py").write_text(NOISY.format(means=[3.0, 1.0, 2.0]))
+    from veriforge.discovery.goldrun import run_gold
+
+    assert run_gold(task, "prog.py", sys.executable, ["pred_results/fig.png"], timeout_s=120).ok
+    marks = rerun_and_mark(task, "prog.py", sys.executable, timeout_s=120)
+    assert marks == {"fig.png": 3}, marks  # the three interval lines; the bars are stable
+    gold = task / "gold_results"
+    script = synthesize(gold, ["fig.png"])
+    assert script.plan["outputs"][0]["kind"] == "figure"
+    ok, msg = evaluate_plan(script.plan, str(_run(tmp_path / "again", NOISY.format(means=[3.0, 1.0, 2.0]))), str(gold))
+    assert ok and "3 series not compared" in msg, msg
+    ok, msg = evaluate_plan(script.plan, str(_run(tmp_path / "wrong", NOISY.format(means=[1.0, 3.0, 2.0]))), str(gold))
+    assert not ok and "bar 'a'" in msg
+    cases, _ = negative_controls(gold, script.plan)
+    swapped = json.loads(next(c for c in cases if c[0] == "swapped_series")[2][".plotdata/fig.png.json"])
+    assert [b[3] for b in swapped["axes"][0]["series"][0]["bars"]] != [3.0, 1.0, 2.0]  # built on stable bars
+    # A figure whose every series varies has nothing to judge: refused.
+    data = json.loads((gold / ".plotdata" / "fig.png.json").read_text())
+    for s in data["axes"][0]["series"]:
+        s["unstable"] = True
+    (gold / ".plotdata" / "fig.png.json").write_text(json.dumps(data))
+    with pytest.raises(UnsupportedOutputError, match="differs between two runs"):
+        synthesize(gold, ["fig.png"])

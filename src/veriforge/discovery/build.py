@@ -352,7 +352,18 @@ class _TaskBuilder:
         )
         if not res.ok:
             raise StageFailed("gold", res.failure or "program", res.reason, res.to_dict())
-        return res.to_dict()
+        # issue 18 part 3: recorded figures are re-drawn once; what differs between runs
+        # (bootstrapped intervals, jitter) is flagged so no one is judged on it
+        from veriforge.discovery.plotrec import rerun_and_mark
+
+        unstable = rerun_and_mark(
+            self.dir,
+            self.state["standalone"]["program_name"],
+            env["python"],
+            timeout_s=self.cfg.timeout_s,
+            memory_mb=self.cfg.memory_mb,
+        )
+        return res.to_dict() | ({"unstable_figures": unstable} if unstable else {})
 
     def preview(self) -> dict[str, Any]:
         from veriforge.discovery.preview import dataset_preview, folder_tree

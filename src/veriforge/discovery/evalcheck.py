@@ -374,7 +374,10 @@ _FIGURE_POSITIVE = ("restyled",)
 
 
 def _series_values(s: dict[str, Any]) -> list[tuple[str, int]]:
-    """(field, index) of every plotted value of a recorded series that a wrong analysis changes."""
+    """(field, index) of every plotted value of a recorded series that a wrong analysis changes
+    (none for a series two gold runs drew differently: the evaluator does not compare it)."""
+    if s.get("unstable"):
+        return []
     kind = s.get("kind")
     if kind == "xy":
         return [("y", i) for i in range(len(s.get("y", [])))]
@@ -438,7 +441,8 @@ def _swap_series(data: dict[str, Any]) -> bool:
     for ax in data.get("axes", []):
         by_kind: dict[str, list[dict[str, Any]]] = {}
         for s in ax.get("series", []):
-            by_kind.setdefault(s.get("kind", ""), []).append(s)
+            if not s.get("unstable"):
+                by_kind.setdefault(s.get("kind", ""), []).append(s)
         for kind, group in by_kind.items():
             for a in range(len(group)):
                 for b in range(a + 1, len(group)):
@@ -456,7 +460,7 @@ def _swap_series(data: dict[str, Any]) -> bool:
                     return True
     for ax in data.get("axes", []):
         for s in ax.get("series", []):
-            if s.get("kind") == "bar":
+            if s.get("kind") == "bar" and not s.get("unstable"):
                 vals = _plotted(s)
                 for i in range(len(vals)):
                     for j in range(i + 1, len(vals)):
@@ -471,7 +475,7 @@ def _drop_category(data: dict[str, Any]) -> bool:
     """Remove one bar (a category), else one whole series, else the last point of a series."""
     for ax in data.get("axes", []):
         for s in ax.get("series", []):
-            if s.get("kind") == "bar" and len(s.get("bars", [])) >= 2:
+            if s.get("kind") == "bar" and len(s.get("bars", [])) >= 2 and not s.get("unstable"):
                 s["bars"].pop()
                 return True
     for ax in data.get("axes", []):
@@ -483,7 +487,7 @@ def _drop_category(data: dict[str, Any]) -> bool:
                 return True
     for ax in data.get("axes", []):
         for s in ax.get("series", []):
-            if s.get("kind") == "xy" and len(s.get("x", [])) >= 2:
+            if s.get("kind") == "xy" and len(s.get("x", [])) >= 2 and not s.get("unstable"):
                 s["x"].pop()
                 s["y"].pop()
                 return True
@@ -493,7 +497,7 @@ def _drop_category(data: dict[str, Any]) -> bool:
 def _wrong_interval(data: dict[str, Any]) -> bool:
     for ax in data.get("axes", []):
         for s in ax.get("series", []):
-            if s.get("kind") == "errorbar" and s.get("segments"):
+            if s.get("kind") == "errorbar" and s.get("segments") and not s.get("unstable"):
                 for seg in s["segments"]:
                     lo, hi = _num0(seg[1]), _num0(seg[3])
                     mid, half = (lo + hi) / 2, abs(hi - lo) / 2

@@ -164,6 +164,19 @@ def _plan_figure(gold_dir: Path, rel: str) -> dict[str, Any] | None:
     if data is None:
         return None
     n = series_count(data)
+    if data.get("unstable"):
+        return {
+            "kind": "unsupported",
+            "reason": "figure: two runs of the gold program drew different axes or series; "
+            "there is no single answer to judge it by",
+        }
+    stable = n - sum(1 for ax in data.get("axes") or [] for sr in ax.get("series") or [] if sr.get("unstable"))
+    if n and not stable:
+        return {
+            "kind": "unsupported",
+            "reason": "figure: every plotted series differs between two runs of the gold program "
+            "(unseeded randomness); nothing stable to judge",
+        }
     if n == 0:
         return {
             "kind": "unsupported",
