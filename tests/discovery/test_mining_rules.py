@@ -218,7 +218,8 @@ def test_ambiguous_input_prefers_nearest_file_and_is_reported(tmp_path):
             "value": "/Users/alice/project/results.csv",
             "chosen": "exp_b/results.csv",
             "alternatives": ["exp_a/results.csv"],
-            "rule": "longest matching path suffix, then nearest to the script",
+            "rule": "partial path match: only the last 1 part(s) of the path agree; "
+            "longest match, then nearest to the script",
         }
     ]
     assert any(w.startswith("ambiguous input line 3") and "exp_a/results.csv" in w for w in c.warnings)
@@ -310,3 +311,42 @@ def test_unresolvable_output_path_is_named_as_such(tmp_path):
     )
     _, skipped = _mine(tmp_path)
     assert skipped["per_group.py"] == "output paths could not be resolved statically (line 6 part.to_csv(...))"
+
+
+def test_author_machine_folders_with_a_trailing_separator_and_a_file_only_in_another_folder(tmp_path):
+    """Learn-PsychoPy's shape: `pathin`/`pathout` are the author's absolute folders ending in "/",
+    joined by `+`; the data file the script names is absent and a same-named file of another
+    experiment exists. The rewrite keeps the separator (was 'pred_resultsplot.csv'), and the
+    substitute file is used only as a reported choice, never silently."""
+    repo = tmp_path / "repo"
+    _write(repo, "Demos/stroop/data/all.csv", DATA)
+    _write(
+        repo,
+        "Labs/Stroop/scripts/make_table.py",
+        """
+        import pandas as pd
+        pathin = '/Users/ethan/GitHub/Learn/Labs/Stroop/experiments/stroop/data/'
+        pathout = '/Users/ethan/GitHub/Learn/Labs/Stroop/figures/'
+        df = pd.read_csv(pathin + 'all.csv')
+        df.groupby('group').value.sum().to_csv(pathout + 'sums.csv')
+        """,
+    )
+    cands, _skipped = _mine(repo)
+    c = cands["Labs/Stroop/scripts/make_table.py"]
+    assert c.datasets == ["Demos/stroop/data/all.csv"]
+    (choice,) = c.ambiguous_inputs
+    assert choice["chosen"] == "Demos/stroop/data/all.csv" and choice["rule"].startswith("partial path match")
+    assert any(w.startswith("ambiguous input line 5") for w in c.warnings)
+    sa = make_standalone(c, repo)
+    assert sa.outputs == ["pred_results/sums.csv"]
+    work = tmp_path / "task"
+    (work / "datasets" / "Demos" / "stroop" / "data").mkdir(parents=True)
+    (work / "datasets" / "Demos" / "stroop" / "data" / "all.csv").write_text(DATA)
+    (work / "pred_results").mkdir()  # the runtime layout has it (empty)
+    (work / "gold_program").mkdir()
+    (work / "gold_program" / sa.program_name).write_text(sa.program)
+    proc = subprocess.run(
+        [sys.executable, f"gold_program/{sa.program_name}"], cwd=work, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "pred_results" / "sums.csv").read_text().splitlines() == ["group,value", "a,2.5", "b,5.5"]

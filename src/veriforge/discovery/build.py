@@ -516,8 +516,9 @@ def build_tasks(
         for c in mined.candidates:
             for a in c.ambiguous_inputs:
                 say(
-                    f"warning: {c.path} line {a['line']}: {a['value']!r} matches several files; "
-                    f"chose {a['chosen']} ({a['rule']}) over {', '.join(a['alternatives'])}"
+                    f"warning: {c.path} line {a['line']}: {a['value']!r} was resolved by choice; "
+                    f"chose {a['chosen']} ({a['rule']})"
+                    + (f" over {', '.join(a['alternatives'])}" if a["alternatives"] else "")
                 )
         rec = _Recorder(store, run_id, out)
 

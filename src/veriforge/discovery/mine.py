@@ -215,14 +215,27 @@ class RepoIndex:
         if not parts:
             return Resolution(None)
         scored: list[tuple[int, int, str]] = []
+        partial: list[tuple[int, int, str]] = []
         for rel in self.by_name.get(parts[-1], []):
             rel_parts = rel.split("/")
             k = 0
             while k < min(len(rel_parts), len(parts)) and rel_parts[-1 - k] == parts[-1 - k]:
                 k += 1
-            scored.append((-k, _steps(script_dir, posixpath.dirname(rel)), rel))
-        if not scored:
+            # whole: the shorter of the two paths agrees entirely (the repository file sits where the
+            # program's path says, give or take the folder it was run from); otherwise the program's
+            # path names another folder and this is only a file with the same name
+            whole = k == min(len(rel_parts), len(parts))
+            (scored if whole else partial).append((-k, _steps(script_dir, posixpath.dirname(rel)), rel))
+        if not scored and not partial:
             return Resolution(None)
+        if not scored:
+            # only same-named files in other folders: the program's own file may be absent (another
+            # experiment's copy is then used), so the choice is always reported, even without a tie
+            partial.sort()
+            k = -partial[0][0]
+            return Resolution(partial[0][2], [rel for _k, _d, rel in partial[1:]],
+                              f"partial path match: only the last {k} part(s) of the path agree; "
+                              "longest match, then nearest to the script")
         scored.sort()
         best_k = scored[0][0]
         tied = [rel for k, _d, rel in scored if k == best_k]
@@ -353,7 +366,7 @@ def _judge(
             continue
         if found.endswith((".py", ".ipynb")):
             continue
-        if res.alternatives:
+        if res.alternatives or res.rule.startswith("partial"):
             ambiguous.append(
                 {
                     "line": ref.line,
@@ -387,8 +400,8 @@ def _judge(
     warnings = [f"unresolved read {_describe(r)}" for r in unresolved]
     warnings += [f"unresolved write {_describe(w)}" for w in an.writes if not w.value]
     warnings += [
-        f"ambiguous input line {a['line']} {a['call']}({a['value']!r}): chose {a['chosen']} "
-        f"({a['rule']}) over {', '.join(a['alternatives'])}"
+        f"ambiguous input line {a['line']} {a['call']}({a['value']!r}): chose {a['chosen']} ({a['rule']})"
+        + (f" over {', '.join(a['alternatives'])}" if a["alternatives"] else "")
         for a in ambiguous
     ]
     return Candidate(

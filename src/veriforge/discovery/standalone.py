@@ -212,6 +212,8 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
     warnings: list[str] = []
 
     def choose(node: ast.AST, old: str, new: str, ref: IORef) -> None:
+        if old.endswith(("/", "\\")) and len(old) > 1 and not new.endswith("/"):
+            new += "/"  # a folder written with its separator is used as `folder + "name"`: keep the separator
         prev = chosen.get(id(node))
         if prev is not None and prev[2] != new:
             raise RewriteError(
