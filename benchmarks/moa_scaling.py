@@ -17,26 +17,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from dataclasses import dataclass
 from pathlib import Path
 
 from veriforge.moa.config import METHODS
-from veriforge.moa.extract import default_extractor
 from veriforge.moa.scaling import BenchWriter, parse_int_range, run_grid
 from veriforge.moa.simulate import SimWorld, sim_config
-
-
-@dataclass(frozen=True)
-class SimItem:
-    id: str
-    prompt: str
-
-
-@dataclass(frozen=True)
-class SimScore:
-    correct: bool
-    parsed: str | None
-    parse_failed: bool
 
 
 def main() -> None:
@@ -54,11 +39,8 @@ def main() -> None:
     args = parser.parse_args()
 
     world = SimWorld(p=args.p, q=args.q, r=args.r, shared_wrong=args.shared_wrong)
-    items = [SimItem(id=f"q{i}", prompt=world.question(i)) for i in range(args.questions)]
-
-    def score(item: SimItem, text: str) -> SimScore:
-        answer = default_extractor(text).answer
-        return SimScore(world.correct(item.prompt, answer), answer, answer is None)
+    items = world.items(args.questions)
+    score = world.score
 
     title = f"SimWorld p={args.p} q={args.q} r={args.r} shared_wrong={args.shared_wrong}"
     meta = {"questions": args.questions, "p": args.p, "q": args.q, "r": args.r, "shared_wrong": args.shared_wrong}

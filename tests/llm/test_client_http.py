@@ -140,9 +140,11 @@ async def test_retries_exhausted_raise_the_last_error(server):
 
 
 async def test_timeout_is_retried_then_raised(server):
-    client = make_client(server, timeout_s=0.3,
+    # 1 s, not less: on a loaded machine a shorter limit can expire before the server thread has even
+    # read the retried request, and the count below would measure the machine, not the retry
+    client = make_client(server, timeout_s=1.0,
                          retry=RetryPolicy(max_retries=1, base_delay_s=0.01, max_delay_s=0.02))
-    server.hang_next(2, seconds=3.0)
+    server.hang_next(2, seconds=4.0)
     with pytest.raises(LLMError) as info:
         await client.chat("hi")
     assert isinstance(info.value, LLMRequestError)

@@ -6,39 +6,22 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
 
 import pytest
 
 from veriforge.moa.engine import MoAEngine
-from veriforge.moa.extract import default_extractor
 from veriforge.moa.scaling import BenchWriter, run_grid
 from veriforge.moa.simulate import SimWorld, sim_config
-
-
-@dataclass(frozen=True)
-class _Item:
-    id: str
-    prompt: str
-
-
-@dataclass(frozen=True)
-class _Score:
-    correct: bool
-    parsed: str | None
-    parse_failed: bool
 
 
 async def test_rows_carry_requests_tokens_time_and_every_policy(tmp_path):
     pytest.importorskip("matplotlib")
     world = SimWorld(seed=3, p=0.45)
     clients = world.clients()
-    items = [_Item(id=f"q{i}", prompt=world.question(i)) for i in range(8)]
+    items = world.items(8)
     base = sim_config("rem_moa", 1, 3, final={"policy": "weighted_vote", "evaluate_all": True})
 
-    def score(item, text):
-        answer = default_extractor(text).answer
-        return _Score(world.correct(item.prompt, answer), answer, answer is None)
+    score = world.score
 
     spent: list[int] = []
 

@@ -16,19 +16,10 @@ from veriforge.moa.distill import load_traces, make_pairs, read_judgements
 from veriforge.moa.memory import NS_OUTCOME, ReasoningMemory
 
 
-def _reply(body: dict, index: int) -> str:
-    last = body["messages"][-1]["content"]
-    if "[Response A]" in last:
-        a = last.split("[Response A]\n", 1)[1].split("\n\n[Response B]", 1)[0]
-        return "A is right.\n[[A]]" if "#### 4" in a else "B is right.\n[[B]]"
-    seed = int(body.get("seed") or 0)
-    return f"Step by step (seed {seed % 997}, sample {index}).\n#### {seed % 3 + 3}"
-
-
 @pytest.fixture
-def exported(tmp_path, monkeypatch):
+def exported(tmp_path, monkeypatch, gsm_reply):
     monkeypatch.chdir(tmp_path)
-    with FakeOpenAIServer(replies=_reply) as server:
+    with FakeOpenAIServer(replies=gsm_reply) as server:
         (tmp_path / "moa.toml").write_text(f'[[proposers]]\nmodel = "fake-model@{server.base_url}"\n\n'
                                            '[reviewer]\nbudget = "all_pairs"\n')
         result = CliRunner().invoke(app, ["bench", "--suite", "gsm8k", "--limit", "2", "--depth", "2", "--width", "2",

@@ -182,34 +182,19 @@ async def test_scoring_failure_keeps_the_answer_and_a_lost_record_gets_a_fresh_r
     """Orchestration with scripted agents and a real run store: a scorer that fails (a sandbox error)
     makes that item's error without discarding the engine's answer, so the rerun only scores it; and a
     run that finished without its record (killed in between) is answered again under ``<id>~2``."""
-    from dataclasses import dataclass
-
     from veriforge.errors import SandboxError
-    from veriforge.moa.extract import default_extractor
     from veriforge.moa.scaling import run_grid
-    from veriforge.moa.simulate import SimWorld, sim_config
-
-    @dataclass(frozen=True)
-    class Item:
-        id: str
-        prompt: str
-
-    @dataclass(frozen=True)
-    class Verdict:
-        correct: bool
-        parsed: str | None
-        parse_failed: bool
+    from veriforge.moa.simulate import SimItem, SimWorld, sim_config
 
     world = SimWorld(seed=5)
     clients = world.clients()
-    items = [Item(f"q{i}", world.question(i)) for i in range(3)]
+    items = world.items(3)
     broken = {"q1"}
 
     def score(item, text):
         if item.id in broken:
             raise SandboxError("sandbox unavailable")
-        answer = default_extractor(text).answer
-        return Verdict(world.correct(item.prompt, answer), answer, answer is None)
+        return world.score(item, text)
 
     def calls() -> int:
         return sum(c.totals.calls for c in clients.values())
@@ -237,4 +222,4 @@ async def test_scoring_failure_keeps_the_answer_and_a_lost_record_gets_a_fresh_r
     with pytest.raises(MoAConfigError, match="another configuration"):
         await run_grid(items, sim_config("moa", 1, 2, seed=7), **grid)
     with pytest.raises(MoAConfigError, match="unique"):
-        await run_grid([Item("q0", "a"), Item("q0", "b")], sim_config("moa", 1, 2), **grid)
+        await run_grid([SimItem("q0", "a"), SimItem("q0", "b")], sim_config("moa", 1, 2), **grid)

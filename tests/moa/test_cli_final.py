@@ -12,19 +12,10 @@ from veriforge.cli.moa_cmd import app
 from veriforge.llm.testing import FakeOpenAIServer
 
 
-def _reply(body: dict, index: int) -> str:
-    last = body["messages"][-1]["content"]
-    if "[Response A]" in last:
-        a = last.split("[Response A]\n", 1)[1].split("\n\n[Response B]", 1)[0]
-        return "[[A]]" if "#### 4" in a else "[[B]]"
-    seed = int(body.get("seed") or 0)
-    return f"Thinking (seed {seed % 997}, sample {index}).\n#### {seed % 3 + 3}"
-
-
 @pytest.fixture
-def server(tmp_path, monkeypatch):
+def server(tmp_path, monkeypatch, gsm_reply):
     monkeypatch.chdir(tmp_path)
-    with FakeOpenAIServer(replies=_reply) as srv:
+    with FakeOpenAIServer(replies=gsm_reply) as srv:
         (tmp_path / "moa.toml").write_text(f'[[proposers]]\nmodel = "fake-model@{srv.base_url}"\n')
         yield srv
 

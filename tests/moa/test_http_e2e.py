@@ -45,7 +45,9 @@ async def test_rem_moa_over_http(tmp_path):
     judge_calls = [b for b in bodies if "[Response A]" in b["messages"][-1]["content"]]
     proposer_calls = [b for b in bodies if "[Response A]" not in b["messages"][-1]["content"]
                       and "final aggregator" not in b["messages"][0]["content"]]
-    assert len(proposer_calls) == 9 and len(judge_calls) % 2 == 0 and judge_calls
+    # (no parity check on judge calls: two pairs with identical prompts race for the request cache,
+    # so whether both orders reach the server depends on timing; the accounting below is exact)
+    assert len(proposer_calls) == 9 and judge_calls
     assert {b["model"] for b in bodies} == {"fake-model"} and all("seed" in b for b in proposer_calls)
     assert result.answer == "180" and result.parsed
     assert result.ranking[0].answer == "180"

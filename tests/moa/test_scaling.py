@@ -4,26 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
 
 import pytest
 
 from veriforge.moa.errors import MoAConfigError
 from veriforge.moa.scaling import grid_cells, parse_int_range, run_grid, write_results
 from veriforge.moa.simulate import SimWorld, sim_config
-
-
-@dataclass(frozen=True)
-class _Item:
-    id: str
-    prompt: str
-
-
-@dataclass(frozen=True)
-class _Score:
-    correct: bool
-    parsed: str | None
-    parse_failed: bool
 
 
 def test_parse_int_range_and_cells():
@@ -41,13 +27,9 @@ def test_parse_int_range_and_cells():
 async def test_grid_writes_table_and_plots(tmp_path):
     pytest.importorskip("matplotlib")
     world = SimWorld(seed=0)
-    items = [_Item(id=f"q{i}", prompt=world.question(i)) for i in range(6)]
+    items = world.items(6)
 
-    def score(item, text):
-        from veriforge.moa.extract import default_extractor
-
-        answer = default_extractor(text).answer
-        return _Score(world.correct(item.prompt, answer), answer, answer is None)
+    score = world.score
 
     cells = await run_grid(items, sim_config("rem_moa", 1, 2), methods=["single", "self_consistency", "moa",
                                                                         "rem_moa"],

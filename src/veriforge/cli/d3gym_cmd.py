@@ -52,7 +52,8 @@ def print_build_report(report: Any) -> None:
     console.print(
         f"environments: {s['environments']} ({s['environments_ok']} task(s) ok) | gold runs passing: "
         f"{s['gold_runs_passing']} | evaluators validated: {s['evaluators_validated']}, rejected: "
-        f"{s['evaluators_rejected']} | built: {s['tasks_built']} | infrastructure failures: "
+        f"{s['evaluators_rejected']} | built: {s['tasks_built']} (flagged unanswerable: "
+        f"{s.get('flagged_unanswerable', 0)}) | infrastructure failures: "
         f"{s['infrastructure_failures']}, program failures: {s['program_failures']}, machine failures: "
         f"{s.get('machine_failures', 0)} | {s['seconds']:.1f} s"
     )
@@ -160,8 +161,17 @@ def validate_cmd(
     else:
         for r in results:
             mark = "ok  " if r["ok"] else "FAIL"
+            ans = r.get("answerability") or {}
+            cov = ans.get("coverage") or {}
+            note = (
+                f" | answerable: {ans.get('answerable')} ({ans.get('method')}; instruction states "
+                f"{cov.get('covered')}/{cov.get('operations')} operations)"
+                if cov
+                else ""
+            )
             typer.echo(
                 f"{mark} {r['instance_id']}: {len(r['controls'])} case(s)"
+                + note
                 + ("" if r["ok"] else " -- " + "; ".join(r["reasons"]))
             )
     if not all(r["ok"] for r in results):
@@ -199,10 +209,20 @@ def run_cmd(
 @app.command("export")
 def export_cmd(
     traj: Annotated[Path, typer.Argument(help="Folder of sampled trajectories.")],
-    fmt: Annotated[str, typer.Option("--format", help="Export format.")] = "sft",
+    fmt: Annotated[
+        str, typer.Option("--format", help="Export format: sft | preference (DPO pairs) | rl (per-step rewards).")
+    ] = "sft",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output file.")] = None,
+    turns: Annotated[
+        str,
+        typer.Option(
+            "--turns",
+            help="sft only: all | final | mask-failed (failed turns weight 0) | drop-failed "
+            "(turns whose program did not run removed with their feedback).",
+        ),
+    ] = "all",
 ) -> None:
-    """Export verified trajectories for training (provided by veriforge.discovery.export)."""
+    """Export trajectories for training (provided by veriforge.discovery.export)."""
     try:
         from veriforge.discovery import export as export_mod
 
@@ -211,7 +231,7 @@ def export_cmd(
         _missing("export", exc)
         return
     try:
-        code = exporter(traj=traj, fmt=fmt, out=out)
+        code = exporter(traj=traj, fmt=fmt, out=out, turns=turns)
     except VeriforgeError as exc:
         _fail(str(exc))
         return

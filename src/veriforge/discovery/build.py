@@ -85,6 +85,8 @@ class BuildReport:
     skipped: list[dict[str, str]]
     tasks: list[TaskOutcome]
     seconds: float = 0.0
+    # mining warnings worth a human's look (an input chosen among several same-named files)
+    warnings: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def built(self) -> list[TaskOutcome]:
@@ -99,12 +101,16 @@ class BuildReport:
         return {
             "candidates_mined": len(self.mined),
             "files_skipped": len(self.skipped),
+            "warnings": len(self.warnings),
             "environments": len(envs),
             "environments_ok": reached("env"),
             "gold_runs_passing": reached("gold"),
             "evaluators_validated": reached("evalcheck"),
             "evaluators_rejected": sum(1 for t in self.tasks if t.failure_kind == "evaluator"),
             "tasks_built": len(self.built),
+            "flagged_unanswerable": sum(
+                1 for t in self.tasks if t.stages.get("evalcheck", {}).get("detail", {}).get("answerable") is False
+            ),
             "infrastructure_failures": sum(1 for t in self.tasks if t.failure_kind == "infrastructure"),
             "program_failures": sum(1 for t in self.tasks if t.failure_kind == "program"),
             "machine_failures": sum(1 for t in self.tasks if t.failure_kind == "machine"),
@@ -176,6 +182,7 @@ class BuildReport:
             "summary": self.summary(),
             "mined": self.mined,
             "skipped": self.skipped,
+            "warnings": self.warnings,
             "tasks": [asdict(t) for t in self.tasks],
         }
 
@@ -458,7 +465,18 @@ class _TaskBuilder:
                 path.write_text(original, encoding="utf-8")  # the task keeps the author's program
             reason = res.reason + (f" (after {len(repairs)} repair(s))" if repairs else "")
             raise StageFailed("gold", res.failure or "program", reason, res.to_dict() | {"repairs": record})
-        return res.to_dict() | {"repairs": record}
+        # issue 18 part 3: recorded figures are re-drawn once; what differs between runs
+        # (bootstrapped intervals, jitter) is flagged so no one is judged on it
+        from veriforge.discovery.plotrec import rerun_and_mark
+
+        unstable = rerun_and_mark(
+            self.dir,
+            self.state["standalone"]["program_name"],
+            env["python"],
+            timeout_s=self.cfg.timeout_s,
+            memory_mb=self.cfg.memory_mb,
+        )
+        return res.to_dict() | {"repairs": record} | ({"unstable_figures": unstable} if unstable else {})
 
     def preview(self) -> dict[str, Any]:
         from veriforge.discovery.preview import dataset_preview, folder_tree
@@ -534,6 +552,7 @@ class _TaskBuilder:
                 "rewrites": sa["replacements"],
                 "era": env.get("era"),
                 "repairs": self.state["gold"].get("repairs", []),
+                "ambiguous_inputs": self.cand.ambiguous_inputs,
             },
         )
         write_json(self.dir / "task.json", data)
@@ -551,7 +570,18 @@ class _TaskBuilder:
         self.state["evalcheck_full"] = full
         if not val.ok:
             raise StageFailed("evalcheck", "evaluator", "; ".join(val.reasons), {"validation": full})
-        return {"ok": True, "controls": [c["name"] for c in full["controls"]], "skipped": full["skipped"]}
+        # issue 18 part 5: answerable from the instruction and data alone? (flagged, never dropped)
+        from veriforge.discovery.answerable import answerability, record_answerability
+
+        ans = answerability(self.dir, self.client, python=self.state["env"]["python"])
+        record_answerability(self.dir, ans)
+        return {
+            "ok": True,
+            "controls": [c["name"] for c in full["controls"]],
+            "skipped": full["skipped"],
+            "answerable": ans["answerable"],
+            "answerability": {k: ans[k] for k in ("method", "answerable", "coverage")},
+        }
 
 
 def _third_party(mod: str) -> bool:
@@ -602,6 +632,13 @@ def build_tasks(
         )
         store.add_event(run_id, "mine", mined.to_dict())
         say(f"mined {len(mined.candidates)} candidate(s), skipped {len(mined.skipped)} file(s)")
+        for c in mined.candidates:
+            for a in c.ambiguous_inputs:
+                say(
+                    f"warning: {c.path} line {a['line']}: {a['value']!r} was resolved by choice; "
+                    f"chose {a['chosen']} ({a['rule']})"
+                    + (f" over {', '.join(a['alternatives'])}" if a["alternatives"] else "")
+                )
         rec = _Recorder(store, run_id, out)
 
         def one(cand: Candidate) -> TaskOutcome:
@@ -626,6 +663,12 @@ def build_tasks(
             skipped=[{"path": s.path, "reason": s.reason} for s in mined.skipped],
             tasks=tasks,
             seconds=time.perf_counter() - t0,
+            warnings=[
+                {"source": c.path, "warning": w}
+                for c in mined.candidates
+                for w in c.warnings
+                if w.startswith("ambiguous input")
+            ],
         )
         write_json(out / "d3gym_build.json", report.to_dict())
         store.finish_run(run_id, "done", report.summary())

@@ -456,6 +456,7 @@ class D3Env:
     # ------------------------------------------------------------------ internals
     def _run_program(self, program: str) -> RunOutcome:
         from veriforge.discovery.goldrun import RUN_ENV
+        from veriforge.discovery.plotrec import is_plotdata, recorder_env
         from veriforge.errors import SandboxError
         from veriforge.sandbox import run
 
@@ -469,7 +470,8 @@ class D3Env:
             (work / PRED).mkdir()
             (work / t.program_name).write_text(program, encoding="utf-8")
             Path(tmp).chmod(0o755)  # the sandbox uid must reach the work folder
-            env = {**RUN_ENV, "PATH": f"{Path(self.python).parent}:/usr/bin:/bin"}
+            # The plot recorder runs here too, so the agent's figure is judged by its data.
+            env = {**RUN_ENV, "PATH": f"{Path(self.python).parent}:/usr/bin:/bin", **recorder_env(work)}
             try:
                 res = run([self.python, t.program_name], cwd=work, env=env, limits=limits, network=False)
             except SandboxError as exc:
@@ -495,6 +497,7 @@ class D3Env:
                 if total > _MAX_PRED_BYTES:
                     break
                 kept[rel] = p.read_bytes()
+        produced = [r for r in produced if not is_plotdata(r)]  # recorder sidecars: shipped, not shown
         missing = [o for o in t.outputs if o not in produced]
         # Paths of the throw-away work folder would make identical failures look different (and
         # defeat the model cache): show them relative to the program's working directory.

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from veriforge.discovery.evalsynth.plan import TABLE_EXT, normalize_output, plan_outputs
+from veriforge.discovery.plotrec import plotdata_path
 from veriforge.errors import VeriforgeError
 
 _MARK = "@@D3GYM-VERDICT@@"
@@ -367,6 +368,230 @@ def binary_controls(data: bytes) -> list[tuple[str, bytes]]:
     ]
 
 
+# ---------------------------------------------------------------------------------- figures
+_FIGURE_POSITIVE = ("restyled",)
+"""Controls an evaluator must PASS: the same data drawn in another style."""
+
+
+def _series_values(s: dict[str, Any]) -> list[tuple[str, int]]:
+    """(field, index) of every plotted value of a recorded series that a wrong analysis changes
+    (none for a series two gold runs drew differently: the evaluator does not compare it)."""
+    if s.get("unstable"):
+        return []
+    kind = s.get("kind")
+    if kind == "xy":
+        return [("y", i) for i in range(len(s.get("y", [])))]
+    if kind == "bar":
+        return [("bars", i) for i in range(len(s.get("bars", [])))]
+    if kind == "errorbar":
+        return [("segments", i) for i in range(len(s.get("segments", [])))]
+    if kind == "grid":
+        vals = (s.get("array") or {}).get("values") or (s.get("array") or {}).get("sample") or []
+        return [("array", i) for i in range(len(vals))]
+    if kind == "area":
+        return [("xy", i) for i in range(1, len(s.get("xy", [])), 2)]
+    return []
+
+
+def _num0(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _bump(s: dict[str, Any], fld: str, i: int, f: Callable[[float], float]) -> None:
+    """Apply ``f`` to the plotted value ``(fld, i)`` of ``s`` (the height of a bar, the upper
+    end of an interval, a y value, a grid cell)."""
+    if fld == "bars":
+        bar = s["bars"][i]
+        horizontal = s.get("orientation") == "horizontal"
+        j = 2 if horizontal else 3
+        bar[j] = f(_num0(bar[j]))
+    elif fld == "segments":
+        seg = s["segments"][i]
+        seg[3] = f(_num0(seg[3]))
+    elif fld == "array":
+        arr = s["array"]
+        key = "values" if "values" in arr else "sample"
+        arr[key][i] = f(_num0(arr[key][i]))
+        if "summary" in arr:
+            arr["summary"] = {k: (f(_num0(v)) if v is not None else v) for k, v in arr["summary"].items()}
+    else:
+        s[fld][i] = f(_num0(s[fld][i]))
+
+
+def _plotted(s: dict[str, Any]) -> list[float]:
+    return [
+        _num0(s["bars"][i][2 if s.get("orientation") == "horizontal" else 3])
+        if fld == "bars"
+        else _num0(s["segments"][i][3])
+        if fld == "segments"
+        else _num0(((s["array"].get("values") or s["array"].get("sample")) or [0])[i])
+        if fld == "array"
+        else _num0(s[fld][i])
+        for fld, i in _series_values(s)
+    ]
+
+
+def _swap_series(data: dict[str, Any]) -> bool:
+    """Exchange the values of two series of the same kind and length (labels stay): the
+    conclusion reverses while the legend, colours and axes look the same. Failing that, swap
+    two bars of one bar series (two categories exchanged)."""
+    for ax in data.get("axes", []):
+        by_kind: dict[str, list[dict[str, Any]]] = {}
+        for s in ax.get("series", []):
+            if not s.get("unstable"):
+                by_kind.setdefault(s.get("kind", ""), []).append(s)
+        for kind, group in by_kind.items():
+            for a in range(len(group)):
+                for b in range(a + 1, len(group)):
+                    sa, sb = group[a], group[b]
+                    fields = {"xy": "y", "bar": "bars", "errorbar": "segments", "area": "xy"}
+                    fld = fields.get(kind)
+                    if fld is None or len(sa.get(fld, [])) != len(sb.get(fld, [])) or _plotted(sa) == _plotted(sb):
+                        continue
+                    if kind == "bar":
+                        for ba, bb in zip(sa["bars"], sb["bars"], strict=True):
+                            ba[3], bb[3] = bb[3], ba[3]
+                            ba[2], bb[2] = bb[2], ba[2]
+                    else:
+                        sa[fld], sb[fld] = sb[fld], sa[fld]
+                    return True
+    for ax in data.get("axes", []):
+        for s in ax.get("series", []):
+            if s.get("kind") == "bar" and not s.get("unstable"):
+                vals = _plotted(s)
+                for i in range(len(vals)):
+                    for j in range(i + 1, len(vals)):
+                        if vals[i] != vals[j]:
+                            bi, bj = s["bars"][i], s["bars"][j]
+                            bi[2:], bj[2:] = bj[2:], bi[2:]
+                            return True
+    return False
+
+
+def _drop_category(data: dict[str, Any]) -> bool:
+    """Remove one bar (a category), else one whole series, else the last point of a series."""
+    for ax in data.get("axes", []):
+        for s in ax.get("series", []):
+            if s.get("kind") == "bar" and len(s.get("bars", [])) >= 2 and not s.get("unstable"):
+                s["bars"].pop()
+                return True
+    for ax in data.get("axes", []):
+        series = ax.get("series", [])
+        kinds = [s.get("kind") for s in series]
+        for k in set(kinds):
+            if kinds.count(k) >= 2:
+                del series[len(kinds) - 1 - kinds[::-1].index(k)]
+                return True
+    for ax in data.get("axes", []):
+        for s in ax.get("series", []):
+            if s.get("kind") == "xy" and len(s.get("x", [])) >= 2 and not s.get("unstable"):
+                s["x"].pop()
+                s["y"].pop()
+                return True
+    return False
+
+
+def _wrong_interval(data: dict[str, Any]) -> bool:
+    for ax in data.get("axes", []):
+        for s in ax.get("series", []):
+            if s.get("kind") == "errorbar" and s.get("segments") and not s.get("unstable"):
+                for seg in s["segments"]:
+                    lo, hi = _num0(seg[1]), _num0(seg[3])
+                    mid, half = (lo + hi) / 2, abs(hi - lo) / 2
+                    seg[1], seg[3] = mid - 2 * half - 1.0, mid + 2 * half + 1.0
+                return True
+    return False
+
+
+def _perturb_one(data: dict[str, Any]) -> bool:
+    for ax in data.get("axes", []):
+        for s in ax.get("series", []):
+            vals = _series_values(s)
+            if vals:
+                fld, i = vals[len(vals) // 2]
+                _bump(s, fld, i, _perturb)
+                return True
+    return False
+
+
+def _constant(data: dict[str, Any]) -> bool:
+    changed = False
+    for ax in data.get("axes", []):
+        for s in ax.get("series", []):
+            vals = _plotted(s)
+            c = 1.0 if vals and all(v == 0 for v in vals) else 0.0
+            for fld, i in _series_values(s):
+                _bump(s, fld, i, lambda _v, c=c: c)
+                changed = True
+    return changed
+
+
+def _restyle(data: dict[str, Any]) -> bool:
+    """The same data drawn differently: labelled series in another drawing order, bars listed in
+    another order (each keeps its position, so its category), titles and free text reworded."""
+    for ax in data.get("axes", []):
+        series = ax.get("series", [])
+        by_kind: dict[str, list[int]] = {}
+        for i, s in enumerate(series):
+            by_kind.setdefault(s.get("kind", ""), []).append(i)
+        for idx in by_kind.values():
+            labels = [series[i].get("label") for i in idx]
+            if len(idx) > 1 and all(labels) and len(set(labels)) == len(labels):
+                moved = [series[i] for i in reversed(idx)]
+                for i, s in zip(idx, moved, strict=True):
+                    series[i] = s
+        for s in series:
+            if s.get("kind") == "bar":
+                s["bars"].reverse()
+        ax["title"] = (ax.get("title") or "") + " (restyled)"
+        ax["texts"] = []
+    return True
+
+
+def figure_controls(png: bytes, plotdata: bytes) -> list[tuple[str, bytes | None, bytes | None]]:
+    """``[(name, figure bytes, plot-data bytes)]`` for a recorded figure (``None``: remove the file).
+
+    Negative: swapped series, a dropped category, a wrong interval, one value perturbed, constant
+    data, the figure without its plot data, a CSV in place of the image. Positive (must pass):
+    ``restyled``: the same data recorded in another drawing order, with the image recoloured
+    (so a pixel metric would disagree).
+    """
+    gold = json.loads(plotdata.decode("utf-8"))
+    out: list[tuple[str, bytes | None, bytes | None]] = []
+    for name, fn in (
+        ("swapped_series", _swap_series),
+        ("dropped_category", _drop_category),
+        ("wrong_interval", _wrong_interval),
+        ("perturbed_value", _perturb_one),
+        ("constant_output", _constant),
+    ):
+        data = json.loads(plotdata.decode("utf-8"))
+        if fn(data) and data != gold:
+            out.append((name, png, json.dumps(data).encode()))
+    out.append(("missing_plotdata", png, None))
+    out.append(("wrong_type", b"x,y\n1,2\n3,4\n", plotdata))
+    restyled = json.loads(plotdata.decode("utf-8"))
+    _restyle(restyled)
+    recoloured = png
+    try:
+        import numpy as np
+        from PIL import Image
+
+        with Image.open(io.BytesIO(png)) as im:
+            fmt = im.format or "PNG"
+            rgb = np.asarray(im.convert("RGB")).copy()
+        buf = io.BytesIO()
+        Image.fromarray((255 - rgb[:, :, ::-1]).astype("uint8")).save(buf, format=fmt)
+        recoloured = buf.getvalue()
+    except Exception:  # no PIL: the data-side restyle still tests the evaluator
+        pass
+    out.append(("restyled", recoloured, json.dumps(restyled).encode()))
+    return out
+
+
 def controls_for(entry: dict[str, Any], gold: bytes) -> list[tuple[str, bytes]]:
     """Kind-specific negative controls for one output (always plus missing/empty)."""
     kind, params = entry.get("kind"), entry.get("params", {}) or {}
@@ -403,6 +628,16 @@ def negative_controls(gold_dir: Path, plan: dict[str, Any]) -> tuple[list[tuple[
         suffix = f":{rel}" if multi else ""
         cases.append((f"missing_file{suffix}", rel, {**gold_files, rel: None}))
         cases.append((f"empty_file{suffix}", rel, {**gold_files, rel: b""}))
+        side = plotdata_path(Path(), rel).as_posix()
+        if entry.get("kind") == "figure" and gold_files.get(side) is not None:
+            fig_made = figure_controls(gold, gold_files[side] or b"")
+            fig_names = {n for n, _, _ in fig_made}
+            for n in ("swapped_series", "dropped_category", "wrong_interval", "perturbed_value"):
+                if n not in fig_names:
+                    skipped.append(f"{n}{suffix}: not applicable to this figure's data")
+            for n, png, pdata in fig_made:
+                cases.append((f"{n}{suffix}", rel, {**gold_files, rel: png, side: pdata}))
+            continue
         made = controls_for(entry, gold)
         names = {n for n, _ in made}
         for n in ("perturbed_value", "columns_shuffled", "constant_output", "wrong_type"):
@@ -519,7 +754,8 @@ def validate_evaluator(
         runs = [results[k] for k, (c, _) in enumerate(jobs) if c == ci]
         verdicts = [r[0] for r in runs]
         got, msg, _ = runs[0]
-        c = Control(cname, cname == "gold", got, msg, out or None, verdicts, any(r[2] for r in runs))
+        positive = cname == "gold" or cname.split(":")[0] in _FIGURE_POSITIVE
+        c = Control(cname, positive, got, msg, out or None, verdicts, any(r[2] for r in runs))
         controls.append(c)
         if len(set(verdicts)) > 1:
             reasons.append(f"{cname}: verdict changed across {reruns} runs: {verdicts}")

@@ -215,6 +215,7 @@ def run_gold(
     local_names: set[str] | None = None,
 ) -> GoldRun:
     """Run the task's gold program; on success copy ``pred_results/`` to ``task_dir/gold_results``."""
+    from veriforge.discovery.plotrec import is_plotdata, recorder_env
     from veriforge.sandbox import Limits, run
 
     with tempfile.TemporaryDirectory(prefix="veriforge-gold-") as tmp:
@@ -227,7 +228,7 @@ def run_gold(
         res = run(
             ["python", program_name],
             cwd=work,
-            env={**RUN_ENV, "PATH": f"{Path(python).parent}:/usr/bin:/bin"},
+            env={**RUN_ENV, "PATH": f"{Path(python).parent}:/usr/bin:/bin", **recorder_env(work)},
             limits=limits,
             network=False,
         )
@@ -235,6 +236,8 @@ def run_gold(
         found = sorted(
             p.relative_to(work).as_posix() for p in pred.rglob("*") if p.is_file() and p.stat().st_size
         )
+        # plot recorder (issue 18 part 3): its .plotdata/ sidecars are copied with the gold, not outputs
+        found = [f for f in found if not is_plotdata(f.removeprefix(f"{PRED}/"))]
         produced = [e for e in expected if e in found] + [
             f for f in found if f not in expected
         ]  # main output first

@@ -27,6 +27,7 @@ from typing import Any
 
 from veriforge.discovery.evalsynth.model import run_sync
 from veriforge.discovery.evalsynth.plan import normalize_output, plan_output
+from veriforge.discovery.progops import instruction_coverage, operation_steps
 
 # Calls (last dotted name) -> what a scientist would call the step. Order of appearance in the
 # program decides the order of the sentences.
@@ -195,6 +196,8 @@ def describe_output(gold_dir: Path | str | None, rel: str, program_source: str |
         return f"{where}: {_array_desc(gold)}"
     if kind == "scalar":
         return f"{where}: a plain-text file containing only the number"
+    if kind == "figure":
+        return f"{where}: {figure_summary(Path(gold_dir), rel)}"
     if kind == "image":
         from PIL import Image
 
@@ -203,6 +206,48 @@ def describe_output(gold_dir: Path | str | None, rel: str, program_source: str |
     if kind == "text":
         return f"{where}: a plain-text report"
     return where
+
+
+_KIND_WORDS = {
+    "xy": "line/scatter series",
+    "bar": "bars",
+    "errorbar": "error bars",
+    "area": "a shaded band",
+    "grid": "an image/heatmap",
+}
+
+
+def figure_summary(gold_dir: Path, rel: str) -> str:
+    """What a figure must show, from the gold's recorded plot data (never its pixels)."""
+    from veriforge.discovery.plotrec import load_plotdata
+
+    data = load_plotdata(gold_dir, rel) or {}
+    parts = []
+    axes = [ax for ax in data.get("axes") or [] if ax.get("series")]
+    for i, ax in enumerate(axes, 1):
+        bits = []
+        for kind, word in _KIND_WORDS.items():
+            ss = [s for s in ax["series"] if s.get("kind") == kind]
+            if not ss:
+                continue
+            labels = [s["label"] for s in ss if s.get("label")]
+            desc = f"{len(ss)} {word}" if kind in ("xy", "bar") and len(ss) > 1 else word
+            if kind == "bar":
+                n = sum(len(s.get("bars") or []) for s in ss)
+                cats = [t for _, t in ax.get("xticks") or [] if str(t).strip()]
+                desc = f"{n} bars" + (f" over the categories {', '.join(cats[:12])}" if cats else "")
+            if kind == "grid":
+                shape = (ss[0].get("array") or {}).get("shape")
+                desc = f"{word} of shape {tuple(shape) if shape else '?'}"
+            if labels:
+                desc += " labelled " + ", ".join(repr(lab) for lab in labels[:8])
+            bits.append(desc)
+        names = ", ".join(f"{k} {ax[k]!r}" for k in ("title", "xlabel", "ylabel") if str(ax.get(k) or "").strip())
+        parts.append(f"panel {i}: " + "; ".join(bits) + (f" ({names})" if names else ""))
+    fmt = Path(rel).suffix.lstrip(".").upper() or "PNG"
+    return f"a {fmt} figure saved with matplotlib's savefig, judged by the data it plots (not its style): " + (
+        "; ".join(parts) if parts else "its plotted data"
+    )
 
 
 def _table_rows(path: Path, sep: str) -> int:
@@ -252,6 +297,11 @@ def template_instruction(info: dict[str, Any]) -> str:
         body = body[0].upper() + body[1:]
     else:
         body = "Reproduce the analysis of these data that produces the outputs below."
+    ops = operation_steps(info.get("program_source"))
+    if ops:
+        body += "\nDo exactly the following, in this order (column names in backticks):\n" + "\n".join(
+            f"{i}. {op}." for i, op in enumerate(ops, 1)
+        )
     return f"{first[0].upper()}{first[1:]} {body}\n{_output_paragraph(info)}"
 
 
@@ -270,6 +320,10 @@ Dataset folder:
 {previews}
 Outputs the program writes:
 {outputs}
+What the program does, step by step; a solver must be able to reproduce the outputs from your
+instruction alone, so state every step with its constants (thresholds, column names, groupings,
+model parameters, seeds, what is plotted against what):
+{operations}
 """
 
 
@@ -285,6 +339,7 @@ async def write_instruction_async(info: dict[str, Any], client: Any = None) -> s
         tree=info.get("dataset_folder_tree") or "(not given)",
         previews=(info.get("dataset_preview") or "")[:6000],
         outputs=_output_paragraph(info),
+        operations="\n".join(f"- {op}" for op in operation_steps(info.get("program_source"))) or "(none found)",
     )
     try:
         text = (await client.complete(prompt, temperature=0.3)).strip()
@@ -296,6 +351,11 @@ async def write_instruction_async(info: dict[str, Any], client: Any = None) -> s
     missing = [o for o in info["outputs"] if f"pred_results/{normalize_output(o)}" not in text]
     if missing:
         text = f"{text}\n{_output_paragraph(info)}"
+    # Check the model's text against what the program does: any operation it leaves out (or
+    # states without its constants) is appended verbatim, so the task stays answerable.
+    cov = instruction_coverage(text, info.get("program_source"))
+    if cov["missing"]:
+        text += "\nDetails of the analysis to follow exactly:\n" + "\n".join(f"- {m}." for m in cov["missing"])
     return text
 
 

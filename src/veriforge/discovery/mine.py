@@ -4,7 +4,9 @@ A candidate is a Python script or notebook that (a) has an entry point (a ``__ma
 script body that does work), (b) reads at least one dataset that exists in the repository and none
 that does not, (c) writes at least one output, and (d) does not depend on the repository's own
 modules (the task folder carries one standalone program). Tests, packaging scripts, package
-``__init__`` files, oversized and unparsable files are skipped before analysis. When a model client
+``__init__`` files, oversized and unparsable files are skipped before analysis; a file *named* like
+a test (``t_test.py``) is only skipped when its content is test code (see :func:`is_test_module`),
+and a notebook's size is that of its code cells. When a model client
 is given, it may veto candidates that are not scientific analyses (optional filter).
 """
 
@@ -19,11 +21,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from veriforge.discovery.iocalls import Analysis, IORef, analyse
-from veriforge.discovery.notebook import NotebookError, notebook_to_script
+from veriforge.discovery.iocalls import Analysis, IORef, analyse, top_level_imports
+from veriforge.discovery.notebook import NotebookError, notebook_code_size, notebook_to_script
 from veriforge.discovery.pathexpr import SCRIPT_DIR
 
-__all__ = ["Candidate", "MineConfig", "MineResult", "RepoIndex", "Skip", "instance_id_for", "mine_repository"]
+__all__ = [
+    "Candidate",
+    "MineConfig",
+    "MineResult",
+    "RepoIndex",
+    "Resolution",
+    "Skip",
+    "instance_id_for",
+    "is_test_module",
+    "mine_repository",
+]
 
 SKIP_DIRS = frozenset(
     {
@@ -93,6 +105,9 @@ class Candidate:
     writes: list[dict[str, Any]]
     imports: list[str]
     warnings: list[str] = field(default_factory=list)
+    # inputs whose name matched several repository files: {"line", "call", "value", "chosen",
+    # "alternatives", "rule"} -- the choice is explicit and reported, never silently alphabetical
+    ambiguous_inputs: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,6 +129,26 @@ class MineResult:
             "candidates": [c.path for c in self.candidates],
             "skipped": [asdict(s) for s in self.skipped],
         }
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """A resolved path: the chosen repository path, the equally good ones not chosen, and why."""
+
+    path: str | None
+    alternatives: list[str] = field(default_factory=list)
+    rule: str = ""
+
+
+def _steps(a: str, b: str) -> int:
+    """Directory steps between two repository folders ("" is the root): up to the common
+    ancestor, then down."""
+    pa = [p for p in a.split("/") if p]
+    pb = [p for p in b.split("/") if p]
+    common = 0
+    while common < min(len(pa), len(pb)) and pa[common] == pb[common]:
+        common += 1
+    return len(pa) + len(pb) - 2 * common
 
 
 class RepoIndex:
@@ -141,38 +176,71 @@ class RepoIndex:
         return rel in self.files or rel in self.dirs
 
     def locate(self, value: str, script_dir: str, prefer_script_dir: bool = False) -> str | None:
-        """The repository-relative path ``value`` refers to when run from the repo root or the
-        script's directory; absolute paths from another machine are matched by their longest
-        path suffix that names a repository file (``/home/alice/project/data/x.csv`` -> ``data/x.csv``)."""
+        """The repository-relative path ``value`` refers to (see :meth:`resolve`)."""
+        return self.resolve(value, script_dir, prefer_script_dir).path
+
+    def resolve(self, value: str, script_dir: str, prefer_script_dir: bool = False) -> Resolution:
+        """Where ``value`` points when run from the repo root or the script's directory.
+
+        Absolute paths from another machine are matched by their longest path suffix that names a
+        repository file (``/home/alice/project/data/x.csv`` -> ``data/x.csv``). When several
+        repository files fit equally well (two experiments each with a ``data/results.csv``, or a
+        relative path that exists under both the root and the script's folder), the one nearest the
+        script -- fewest directory steps between the two folders -- is chosen and the others are
+        returned as ``alternatives`` so the choice can be reported: picking alphabetically would
+        silently give the task another experiment's data.
+        """
         if not value or REMOTE.match(value):
-            return None
+            return Resolution(None)
         abs_script_dir = str(self.root / script_dir) if script_dir else str(self.root)
         value = value.replace(SCRIPT_DIR, abs_script_dir)
         value = os.path.expanduser(value) if value.startswith("~") else value
         bases = [abs_script_dir, str(self.root)] if prefer_script_dir else [str(self.root), abs_script_dir]
-        candidates = [value] if value.startswith("/") else [posixpath.join(b, value) for b in bases]
-        for cand in candidates:
+        direct = [value] if value.startswith("/") else [posixpath.join(b, value) for b in bases]
+        root = str(self.root)
+        hits: list[str] = []
+        for cand in direct:
             norm = posixpath.normpath(cand)
-            root = str(self.root)
             if norm == root:
-                return ""
+                return Resolution("")
             if norm.startswith(root + "/"):
                 rel = norm[len(root) + 1 :]
-                if self.exists(rel):
-                    return rel
+                if self.exists(rel) and rel not in hits:
+                    hits.append(rel)
+        if hits:
+            # the first base in run order wins (what the program reads when run the usual way)
+            rule = "script folder first" if prefer_script_dir else "repository root first"
+            return Resolution(hits[0], hits[1:], rule if len(hits) > 1 else "")
         parts = [p for p in PurePosixPath(posixpath.normpath(value)).parts if p not in ("/", ".", "..")]
         if not parts:
-            return None
-        best: tuple[int, int, str] | None = None
+            return Resolution(None)
+        scored: list[tuple[int, int, str]] = []
+        partial: list[tuple[int, int, str]] = []
         for rel in self.by_name.get(parts[-1], []):
             rel_parts = rel.split("/")
             k = 0
             while k < min(len(rel_parts), len(parts)) and rel_parts[-1 - k] == parts[-1 - k]:
                 k += 1
-            key = (-k, len(rel_parts), rel)
-            if best is None or key < best:
-                best = key
-        return best[2] if best else None
+            # whole: the shorter of the two paths agrees entirely (the repository file sits where the
+            # program's path says, give or take the folder it was run from); otherwise the program's
+            # path names another folder and this is only a file with the same name
+            whole = k == min(len(rel_parts), len(parts))
+            (scored if whole else partial).append((-k, _steps(script_dir, posixpath.dirname(rel)), rel))
+        if not scored and not partial:
+            return Resolution(None)
+        if not scored:
+            # only same-named files in other folders: the program's own file may be absent (another
+            # experiment's copy is then used), so the choice is always reported, even without a tie
+            partial.sort()
+            k = -partial[0][0]
+            return Resolution(partial[0][2], [rel for _k, _d, rel in partial[1:]],
+                              f"partial path match: only the last {k} part(s) of the path agree; "
+                              "longest match, then nearest to the script")
+        scored.sort()
+        best_k = scored[0][0]
+        tied = [rel for k, _d, rel in scored if k == best_k]
+        rule = "longest matching path suffix, then nearest to the script" if len(tied) > 1 else ""
+        return Resolution(tied[0], tied[1:], rule)
 
     def size(self, rel: str) -> int:
         path = self.root / rel
@@ -201,23 +269,61 @@ def _source_files(index: RepoIndex) -> Iterator[str]:
             yield rel
 
 
+_TEST_FRAMEWORKS = frozenset({"pytest", "unittest", "nose", "nose2", "hypothesis", "doctest"})
+
+
+def _test_named(name: str) -> bool:
+    return name.startswith("test_") or name.endswith("_test.py") or name.endswith("_tests.py")
+
+
+def is_test_module(tree: ast.Module) -> str | None:
+    """Why a module is test code (a test framework import, ``test_*`` functions a runner would
+    collect, ``Test*``/``TestCase`` classes), or None.
+
+    File names alone are not evidence: statistics scripts are routinely called ``t_test.py``,
+    ``chi2_test.py`` or ``ab_test.py``; what makes a module a test is what pytest/unittest would
+    collect from it.
+    """
+    imports, _relative = top_level_imports(tree)
+    frameworks = sorted(set(imports) & _TEST_FRAMEWORKS)
+    if frameworks:
+        return f"imports {', '.join(frameworks)}"
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
+            return f"defines test function {node.name}()"
+        if isinstance(node, ast.ClassDef):
+            bases = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases}
+            if node.name.startswith("Test") or "TestCase" in bases:
+                return f"defines test class {node.name}"
+    return None
+
+
+def _source_size(rel: str, index: RepoIndex) -> int:
+    """Bytes of code: a notebook is measured by its code cells, not its JSON with embedded
+    outputs (a 5 MB notebook of plots may hold 200 lines of code)."""
+    if rel.endswith(".ipynb"):
+        try:
+            return notebook_code_size(index.root / rel)
+        except NotebookError:
+            pass  # unreadable: reported when it is loaded
+    return (index.root / rel).stat().st_size
+
+
 def _pre_skip(rel: str, index: RepoIndex, cfg: MineConfig) -> str | None:
     parts = rel.split("/")
     name = parts[-1]
-    if (
-        any(p in ("tests", "test", "testing") for p in parts[:-1])
-        or name.startswith("test_")
-        or name.endswith("_test.py")
-    ):
+    if any(p in ("tests", "test", "testing") for p in parts[:-1]):
         return "test code"
     if name in PACKAGING_FILES:
         return "packaging/configuration script"
     if name == "__init__.py":
         return "package __init__ module"
-    size = (index.root / rel).stat().st_size
+    size = _source_size(rel, index)
     if size > cfg.max_source_bytes:
+        what = "code cells " if rel.endswith(".ipynb") else ""
         return (
-            f"oversized ({size / 1000:.0f} kB > {cfg.max_source_bytes / 1000:.0f} kB; generated code or data)"
+            f"oversized ({what}{size / 1000:.0f} kB > {cfg.max_source_bytes / 1000:.0f} kB; "
+            "generated code or data)"
         )
     return None
 
@@ -246,18 +352,31 @@ def _judge(
     missing: list[IORef] = []
     unresolved: list[IORef] = []
     reads: list[dict[str, Any]] = []
+    ambiguous: list[dict[str, Any]] = []
     for ref in an.reads:
         if ref.value is None:
             unresolved.append(ref)
             continue
         if posixpath.normpath(ref.value) in written:
             continue  # reads back its own output
-        found = index.locate(ref.value, script_dir, prefer_script_dir=kind == "notebook")
+        res = index.resolve(ref.value, script_dir, prefer_script_dir=kind == "notebook")
+        found = res.path
         if found is None or found == "":
             missing.append(ref)
             continue
         if found.endswith((".py", ".ipynb")):
             continue
+        if res.alternatives or res.rule.startswith("partial"):
+            ambiguous.append(
+                {
+                    "line": ref.line,
+                    "call": ref.call,
+                    "value": ref.value,
+                    "chosen": found,
+                    "alternatives": res.alternatives,
+                    "rule": res.rule,
+                }
+            )
         reads.append({**ref.to_dict(), "repo_path": found})
         if found not in datasets:
             datasets.append(found)
@@ -269,6 +388,9 @@ def _judge(
         return "reads no dataset from the repository"
     writes = [w.to_dict() for w in an.writes if w.value]
     if not writes:
+        dynamic = [w for w in an.writes if not w.value]
+        if dynamic:  # it does write, to a path built at run time: say so, not "writes no outputs"
+            return f"output paths could not be resolved statically ({_describe(dynamic[0])})"
         return "writes no outputs (prints or shows results only)"
     total = sum(index.size(d) for d in datasets)
     if total > cfg.max_dataset_bytes:
@@ -277,6 +399,11 @@ def _judge(
         )
     warnings = [f"unresolved read {_describe(r)}" for r in unresolved]
     warnings += [f"unresolved write {_describe(w)}" for w in an.writes if not w.value]
+    warnings += [
+        f"ambiguous input line {a['line']} {a['call']}({a['value']!r}): chose {a['chosen']} ({a['rule']})"
+        + (f" over {', '.join(a['alternatives'])}" if a["alternatives"] else "")
+        for a in ambiguous
+    ]
     return Candidate(
         path=rel,
         kind=kind,
@@ -288,6 +415,7 @@ def _judge(
         writes=writes,
         imports=an.imports,
         warnings=warnings,
+        ambiguous_inputs=ambiguous,
     )
 
 
@@ -322,6 +450,11 @@ def mine_repository(
         except SyntaxError as exc:
             skipped.append(Skip(rel, f"cannot parse (line {exc.lineno}: {exc.msg}; Python 2 code?)"))
             continue
+        if _test_named(posixpath.basename(rel)):
+            why = is_test_module(tree)
+            if why:
+                skipped.append(Skip(rel, f"test code ({why})"))
+                continue
         file_path = str(index.root / rel)
         an = analyse(source, file_path=file_path, tree=tree)
         outcome = _judge(rel, kind, source, an, index, cfg, repo_name)

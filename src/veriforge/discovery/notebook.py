@@ -13,29 +13,43 @@ from pathlib import Path
 
 from veriforge.discovery.errors import DiscoveryError
 
-__all__ = ["NotebookError", "notebook_to_script"]
+__all__ = ["NotebookError", "notebook_code_size", "notebook_to_script"]
 
 
 class NotebookError(DiscoveryError):
     """The file is not a readable notebook."""
 
 
-def notebook_to_script(path: str | Path) -> str:
-    """The code cells of the notebook at ``path`` as one Python script."""
+def _code_cells(path: str | Path) -> list[str]:
+    """The source of each code cell (outputs, images and markdown are not code)."""
     try:
         nb = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise NotebookError(f"{path}: not a readable notebook ({exc})") from exc
+    if not isinstance(nb, dict):
+        raise NotebookError(f"{path}: not a notebook (top level is not an object)")
     cells = nb.get("cells")
     if cells is None:  # nbformat 3 kept cells inside worksheets
         cells = [c for ws in nb.get("worksheets", []) for c in ws.get("cells", [])]
-    out: list[str] = []
-    k = 0
+    out = []
     for cell in cells:
-        if cell.get("cell_type") != "code":
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", cell.get("input", ""))
-        text = "".join(source) if isinstance(source, list) else str(source)
+        out.append("".join(source) if isinstance(source, list) else str(source))
+    return out
+
+
+def notebook_code_size(path: str | Path) -> int:
+    """UTF-8 bytes of the notebook's code cells: its size as a program, whatever its outputs weigh."""
+    return sum(len(text.encode("utf-8")) for text in _code_cells(path))
+
+
+def notebook_to_script(path: str | Path) -> str:
+    """The code cells of the notebook at ``path`` as one Python script."""
+    out: list[str] = []
+    k = 0
+    for text in _code_cells(path):
         k += 1
         out.append(f"# In[{k}]:")
         for line in text.splitlines():

@@ -1,7 +1,9 @@
 """Evaluate path expressions in research code statically, remembering where each value came from.
 
 Research scripts build paths from string constants, argparse defaults, function-parameter defaults,
-``os.path.join``, ``pathlib`` ``/``, f-strings and ``__file__``. To rewrite a program so it reads from
+``os.path.join``, ``pathlib`` ``/`` and ``.joinpath``, ``.parent``/``.parents[k]``, f-strings,
+``str.format`` (of a literal or a named template), ``%`` formatting, ``"/".join([...])``,
+``os.getcwd()``/``Path.cwd()`` and ``__file__``. To rewrite a program so it reads from
 ``datasets/`` and writes to ``pred_results/`` we need two things for every read/write call: the path
 value it will see (to find the file in the repository) and the *provenance chain* -- the AST nodes
 the value was built from, innermost (the root literal) first -- so the rewriter can replace exactly
@@ -175,9 +177,75 @@ class PathEvaluator:
                 left.value + right.value if isinstance(node.op, ast.Add) else _join(left.value, right.value)
             )
             return left.extend(node, value)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            return self._percent(node, d)
+        if isinstance(node, ast.Subscript):
+            return self._split(node, d) or self._parents(node, d)
         if isinstance(node, ast.Call):
             return self._call(node, d)
         return None
+
+    def _percent(self, node: ast.BinOp, depth: int) -> PathValue | None:
+        """``"%s/x.csv" % DATA`` and ``"%s/%s" % (A, B)``: printf-style formatting of known strings."""
+        template = self.evaluate(node.left, depth)
+        if template is None:
+            return None
+        items = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        values: list[str | int | float] = []
+        for item in items:
+            if isinstance(item, ast.Constant) and isinstance(item.value, int | float) and not isinstance(
+                item.value, bool
+            ):
+                values.append(item.value)
+                continue
+            pv = self.evaluate(item, depth)
+            if pv is None:
+                return None
+            values.append(pv.value)
+        try:
+            value = template.value % tuple(values)
+        except (TypeError, ValueError, KeyError):
+            return None
+        return PathValue(value, [(node, value)])
+
+    def _split(self, node: ast.Subscript, depth: int) -> PathValue | None:
+        """``os.path.split(p)[0]`` (the folder, as ``dirname``) and ``[1]`` (the name)."""
+        call = node.value
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "split"
+            and isinstance(call.func.value, ast.Attribute)
+            and call.func.value.attr == "path"
+            and len(call.args) == 1
+            and isinstance(node.slice, ast.Constant)
+            and node.slice.value in (0, 1, -1)
+        ):
+            return None
+        base = self.evaluate(call.args[0], depth)
+        if base is None:
+            return None
+        head, tail = posixpath.split(base.value)
+        return base.extend(node, head) if node.slice.value == 0 else PathValue(tail, [(node, tail)])
+
+    def _parents(self, node: ast.Subscript, depth: int) -> PathValue | None:
+        """``Path(__file__).parents[1]``: the ancestor ``k + 1`` levels up."""
+        if not (
+            isinstance(node.value, ast.Attribute)
+            and node.value.attr == "parents"
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, int)
+            and not isinstance(node.slice.value, bool)
+            and node.slice.value >= 0
+        ):
+            return None
+        base = self.evaluate(node.value.value, depth)
+        if base is None:
+            return None
+        value = base.value
+        for _ in range(node.slice.value + 1):
+            value = posixpath.dirname(value)
+        return base.extend(node, value)
 
     def _lookup(self, node: ast.Name, depth: int) -> PathValue | None:
         fn = self._fn_of.get(node)
@@ -250,7 +318,17 @@ class PathEvaluator:
             if name == "joinpath" and isinstance(func, ast.Attribute):
                 parts_nodes = [func.value, *node.args]
             elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Constant):
-                return None  # "sep".join(items): string joining, not a path
+                # "sep".join(items): a path only when the separator is "/" and the items are known
+                if func.value.value != "/" or len(node.args) != 1:
+                    return None
+                seq = node.args[0]
+                if not isinstance(seq, ast.List | ast.Tuple):
+                    return None
+                items = [self.evaluate(e, depth) for e in seq.elts]
+                if not items or any(i is None for i in items):
+                    return None
+                value = "/".join(i.value for i in items if i is not None)
+                return PathValue(value, [(node, value)])
             else:
                 parts_nodes = list(node.args)
             parts = [self.evaluate(p, depth) for p in parts_nodes]
@@ -264,9 +342,11 @@ class PathEvaluator:
         if name == "dirname" and node.args:
             base = self.evaluate(node.args[0], depth)
             return base.extend(node, posixpath.dirname(base.value)) if base is not None else None
+        if name in ("getcwd", "cwd") and not node.args:
+            return PathValue(".", [(node, ".")])  # tasks run from their own folder
         if name == "format" and isinstance(func, ast.Attribute):
-            base = self.evaluate(func.value, depth)
-            if base is None or not isinstance(func.value, ast.Constant):
+            base = self.evaluate(func.value, depth)  # a literal or a named template string
+            if base is None:
                 return None
             args = [self.evaluate(a, depth) for a in node.args]
             kwargs = {k.arg: self.evaluate(k.value, depth) for k in node.keywords if k.arg}

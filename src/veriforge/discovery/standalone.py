@@ -81,12 +81,36 @@ def _tail(full: str, prefix: str) -> str | None:
     return None
 
 
-def _point(ref: IORef, roles: dict[int, set[str]], role: str) -> tuple[ast.AST, str] | None:
+def _point(
+    ref: IORef, roles: dict[int, set[str]], role: str, prefer_tail: str | None = None
+) -> tuple[ast.AST, str] | None:
+    """The node to replace for ``ref``: the innermost node of its provenance chain that is used
+    only for this role *and* whose value is an ancestor of (or equal to) the full path.
+
+    The ancestor condition matters for ``__file__``-relative idioms: in
+    ``os.path.join(os.path.dirname(__file__), "..", "data", "x.csv")`` the ``__file__`` and
+    ``dirname(...)`` nodes are used only for reading, but the path climbs out of them with ``..``,
+    so no literal put in their place could make the program read ``datasets/data/x.csv``; the
+    ``join(...)`` (or, for ``Path(__file__).resolve().parent.parent / "data"``, the ``.parent.parent``
+    that names the repository root) is the first node a literal can stand for.
+
+    ``prefer_tail``: among the eligible nodes take the one that leaves exactly this tail, if any --
+    for an output file its folder (``RESULTS = ROOT / "results"`` becomes ``pred_results``, not
+    ``ROOT`` becoming ``pred_results`` and the output landing in ``pred_results/results/``), for a
+    ``mkdir`` the folder itself.
+    """
     assert ref.path is not None
-    for node, value in ref.path.chain:
-        if roles.get(id(node)) == {role}:
-            return node, value
-    return None
+    full = _norm(ref.value or "")
+    eligible = [
+        (node, value, _tail(full, value))
+        for node, value in ref.path.chain
+        if roles.get(id(node)) == {role} and _tail(full, value) is not None
+    ]
+    if prefer_tail is not None:
+        for node, value, tail in eligible:
+            if tail == prefer_tail:
+                return node, value
+    return (eligible[0][0], eligible[0][1]) if eligible else None
 
 
 _PATHLIB_CALLS = frozenset(
@@ -109,6 +133,8 @@ def _is_pathlike(node: ast.AST) -> bool:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
         return True
     if isinstance(node, ast.Attribute) and node.attr == "parent":
+        return True
+    if isinstance(node, ast.Subscript):  # Path(...).parents[k]
         return True
     if isinstance(node, ast.Call):
         func = node.func
@@ -186,6 +212,8 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
     warnings: list[str] = []
 
     def choose(node: ast.AST, old: str, new: str, ref: IORef) -> None:
+        if old.endswith(("/", "\\")) and len(old) > 1 and not new.endswith("/"):
+            new += "/"  # a folder written with its separator is used as `folder + "name"`: keep the separator
         prev = chosen.get(id(node))
         if prev is not None and prev[2] != new:
             raise RewriteError(
@@ -218,7 +246,7 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
     outputs: list[str] = []
     new_full: dict[str, str] = {}
     for ref in writes:
-        point = _point(ref, roles, "write")
+        point = _point(ref, roles, "write", prefer_tail=posixpath.basename(_norm(ref.value or "")))
         if point is None:
             raise RewriteError(f"line {ref.line} {ref.call}: output path shares its root with an input path")
         node, old = point
@@ -238,8 +266,10 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
         new_full[_norm(ref.value or "")] = out
 
     for ref in mkdirs:
-        point = _point(ref, roles, "write")
-        if point is None or id(point[0]) in chosen:
+        if any(id(node) in chosen for node, _v in ref.path.chain):  # type: ignore[union-attr]
+            continue  # its folder expression is already rewritten for an output
+        point = _point(ref, roles, "write", prefer_tail="")
+        if point is None:
             continue
         node, old = point
         matches = [new for orig, new in new_full.items() if posixpath.dirname(orig) == _norm(ref.value or "")]
@@ -249,6 +279,29 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
             warnings.append(
                 f"line {ref.line}: {ref.call}({ref.value!r}) left unchanged (no output goes there)"
             )
+
+    # os.chdir(...) would move the program away from the task folder, where datasets/ and
+    # pred_results/ are (notebooks exported from Colab open with os.chdir('/content/drive/...')):
+    # every path above was resolved and rewritten relative to the task folder, so the change of
+    # directory becomes os.chdir(".").
+    for node in ast.walk(an.tree):
+        if (
+            isinstance(node, ast.Call)
+            and len(node.args) == 1
+            and not node.keywords
+            and (
+                (isinstance(node.func, ast.Attribute) and node.func.attr == "chdir")
+                or (isinstance(node.func, ast.Name) and node.func.id == "chdir")
+            )
+        ):
+            arg = node.args[0]
+            pv = an.evaluator.evaluate(arg)
+            old = pv.value if pv is not None else ast.unparse(arg)
+            if old != ".":
+                chosen[id(arg)] = (arg, old, ".")
+                warnings.append(
+                    f"line {node.lineno}: chdir({old!r}) replaced by chdir('.'): tasks run from their folder"
+                )
 
     replacements = [(node, new) for node, _old, new in chosen.values()]
     program = apply_replacements(candidate.source, replacements, _path_ctor(an.tree))

@@ -22,13 +22,28 @@ def task_dirs(tasks: str | Path) -> list[Path]:
     )
 
 
+def _answerability(d: Path, task: dict[str, Any]) -> dict[str, Any] | None:
+    """The build's recorded answerability (solver and coverage), else the coverage check now."""
+    recorded = (task.get("veriforge") or {}).get("answerability")
+    if isinstance(recorded, dict):
+        return recorded
+    from veriforge.discovery.answerable import answerability
+
+    try:
+        return answerability(d)
+    except DiscoveryError as exc:
+        return {"answerable": None, "method": "none", "reason": str(exc)}
+
+
 def validate_tasks(tasks: str | Path, *, reruns: int = 2) -> list[dict[str, Any]]:
-    """One result per task: ``{instance_id, ok, reasons, controls}`` (controls: name, expected, got)."""
+    """One result per task: ``{instance_id, ok, reasons, controls, answerability}`` (controls:
+    name, expected, got; answerability: see :mod:`veriforge.discovery.answerable`)."""
     from veriforge.discovery.evalcheck import validate_evaluator
 
     results = []
     for d in task_dirs(tasks):
-        iid = json.loads((d / "task.json").read_text(encoding="utf-8")).get("instance_id", d.name)
+        task = json.loads((d / "task.json").read_text(encoding="utf-8"))
+        iid = task.get("instance_id", d.name)
         try:
             val = validate_evaluator(d, reruns=reruns)
         except Exception as exc:  # a broken folder is a failed validation, not a crash of the whole run
@@ -45,6 +60,7 @@ def validate_tasks(tasks: str | Path, *, reruns: int = 2) -> list[dict[str, Any]
                     {"name": c.name, "expected_pass": c.expected_pass, "got_pass": c.got_pass}
                     for c in val.controls
                 ],
+                "answerability": _answerability(d, task),
             }
         )
     return results

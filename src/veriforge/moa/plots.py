@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from veriforge.moa.errors import MoAError
 
@@ -47,6 +47,19 @@ def plot_scaling(cells: Sequence[CellResult], out_dir: str | Path, *, title: str
     ref_width, ref_depth = widths[-1], depths[-1]
     paths: dict[str, Path] = {}
 
+    def finish(fig: Any, ax: Any, heading: str, name: str) -> None:
+        """Accuracy axis, title, grid, legend; save as ``<name>.png`` and close."""
+        ax.set_ylabel("accuracy")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(heading)
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        path = out / f"{name}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths[name] = path
+
     def axis(x_key: str, fixed_key: str, fixed: int, xlabel: str, name: str) -> None:
         fig, ax = plt.subplots(figsize=(6.4, 4.4))
         for method in methods:
@@ -62,16 +75,7 @@ def plot_scaling(cells: Sequence[CellResult], out_dir: str | Path, *, title: str
 
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("accuracy")
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_title(f"{title} ({fixed_key} = {fixed})" if title else f"{fixed_key} = {fixed}")
-        ax.grid(alpha=0.3)
-        ax.legend()
-        fig.tight_layout()
-        path = out / f"{name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths[name] = path
+        finish(fig, ax, f"{title} ({fixed_key} = {fixed})" if title else f"{fixed_key} = {fixed}", name)
 
     axis("depth", "width", ref_width, "depth (layers)", "accuracy_vs_depth")
     axis("width", "depth", ref_depth, "width (proposers per layer)", "accuracy_vs_width")
@@ -94,16 +98,7 @@ def plot_scaling(cells: Sequence[CellResult], out_dir: str | Path, *, title: str
         if positive:
             ax.set_xscale("log")
         ax.set_xlabel(xlabel + (" (log scale)" if positive else ""))
-        ax.set_ylabel("accuracy")
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_title(title or f"accuracy vs {xlabel}")
-        ax.grid(alpha=0.3)
-        ax.legend()
-        fig.tight_layout()
-        path = out / f"{name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths[name] = path
+        finish(fig, ax, title or f"accuracy vs {xlabel}", name)
 
     cost_axis("tokens_per_item", "billed tokens per item", "accuracy_vs_tokens")
     cost_axis("requests_per_item", "requests (LLM calls) per item", "accuracy_vs_requests")

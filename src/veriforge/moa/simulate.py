@@ -35,7 +35,7 @@ from veriforge.llm.client import LLMClient
 from veriforge.llm.types import ChatRequest
 from veriforge.moa.config import AgentConfig, MoAConfig, ReviewerConfig
 
-__all__ = ["AGENT_MODEL", "AGGREGATOR_MODEL", "REVIEWER_MODEL", "SimWorld", "sim_config"]
+__all__ = ["AGENT_MODEL", "AGGREGATOR_MODEL", "REVIEWER_MODEL", "SimItem", "SimScore", "SimWorld", "sim_config"]
 
 AGENT_MODEL = "sim-agent"
 AGGREGATOR_MODEL = "sim-aggregator"
@@ -50,6 +50,23 @@ _RESP = re.compile(r"\[Response A\]\n(.*?)\n\n\[Response B\]\n(.*?)\n\nWhich res
 def _last_answer(text: str) -> str | None:
     found = _ANSWER.findall(text)
     return found[-1] if found else None
+
+
+@dataclass(frozen=True)
+class SimItem:
+    """A sim question as a benchmark item (what :func:`~veriforge.moa.scaling.run_grid` needs)."""
+
+    id: str
+    prompt: str
+
+
+@dataclass(frozen=True)
+class SimScore:
+    """A scorer's verdict in the shape :func:`~veriforge.moa.scaling.run_grid` reads."""
+
+    correct: bool
+    parsed: str | None
+    parse_failed: bool
 
 
 @dataclass
@@ -81,6 +98,17 @@ class SimWorld:
     def correct(self, question: str, answer: str | None) -> bool:
         m = _QID.search(question)
         return m is not None and answer == self.gold(int(m.group(1)))
+
+    def items(self, n: int) -> list[SimItem]:
+        """The first ``n`` questions as benchmark items (ids ``q0``, ``q1``, ...)."""
+        return [SimItem(id=f"q{i}", prompt=self.question(i)) for i in range(n)]
+
+    def score(self, item: SimItem, text: str) -> SimScore:
+        """Score a response to ``item`` against the known answer (the default extractor reads it)."""
+        from veriforge.moa.extract import default_extractor
+
+        answer = default_extractor(text).answer
+        return SimScore(self.correct(item.prompt, answer), answer, answer is None)
 
     # ------------------------------------------------------------------ behaviour
 

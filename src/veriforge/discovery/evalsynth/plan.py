@@ -15,7 +15,10 @@ why:
   (empty header, values 0..n-1) is ignored.
 * **Tolerances**: ``rtol=1e-4, atol=1e-8`` by default: loose enough for float formatting and
   summation order, tight enough that any change of the analysis shows.
-* **Images**: same size within 2 px, mean SSIM ≥ 0.95 on grayscale.
+* **Figures** (images whose plot data the recorder captured, :mod:`veriforge.discovery.plotrec`):
+  the plotted data are compared (series, bar categories, intervals) with the table tolerances;
+  style never matters and SSIM is only reported. A recorded figure without data is refused.
+* **Images** not drawn by matplotlib: same size within 2 px, mean SSIM ≥ 0.95 on grayscale.
 * **Text**: token-for-token with numeric tolerance for short text (≤ 400 tokens); token-overlap
   F1 ≥ 0.9 for longer prose.
 """
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from veriforge.discovery.evalsynth import runtime
+from veriforge.discovery.plotrec import PLOTDATA_DIR, is_plotdata, load_plotdata, series_count
 
 DEFAULT_RTOL = 1e-4
 DEFAULT_ATOL = 1e-8
@@ -65,10 +69,14 @@ def program_sorts_output(program_source: str | None) -> bool:
     return bool(program_source and _SORTING_CALLS.search(program_source))
 
 
-def plan_output(gold_path: Path, rel: str, program_source: str | None = None) -> dict[str, Any]:
+def plan_output(
+    gold_path: Path, rel: str, program_source: str | None = None, gold_dir: Path | None = None
+) -> dict[str, Any]:
     """The plan entry for one output file: ``{path, kind, metric, params, reason}``.
 
     Kind ``"unsupported"`` means no deterministic comparison fits (a model may write one).
+    ``gold_dir`` (the results folder ``rel`` is relative to) lets a raster figure be judged by
+    the plot data the recorder wrote for it; by default it is derived from ``gold_path``.
     """
     ext = gold_path.suffix.lower()
     data = gold_path.read_bytes()
@@ -97,6 +105,9 @@ def plan_output(gold_path: Path, rel: str, program_source: str | None = None) ->
             "reason": f"NumPy {ext} file",
         }
     if ext in IMAGE_EXT:
+        figure = _plan_figure(gold_dir if gold_dir is not None else _results_dir(gold_path, rel), rel)
+        if figure is not None:
+            return {"path": rel, **figure}
         return {
             "path": rel,
             "kind": "image",
@@ -135,6 +146,74 @@ def plan_output(gold_path: Path, rel: str, program_source: str | None = None) ->
         },
         "reason": f"text, {n_tokens} tokens",
     }
+
+
+def _results_dir(gold_path: Path, rel: str) -> Path:
+    """The folder that ``rel`` is relative to (``gold_path`` = that folder / ``rel``)."""
+    return gold_path.parents[len(Path(rel).parts) - 1]
+
+
+def _plan_figure(gold_dir: Path, rel: str) -> dict[str, Any] | None:
+    """A ``figure`` entry when the recorder captured this image's plot data.
+
+    ``None`` (judge the pixels) when the recorder has no record of the image: it was not drawn by
+    matplotlib (an image-processing result, a photo). A recorded figure with no data-bearing
+    artist (empty axes, text only) cannot be judged by its data and is refused.
+    """
+    data = load_plotdata(gold_dir, rel)
+    if data is None:
+        return None
+    n = series_count(data)
+    if data.get("unstable"):
+        return {
+            "kind": "unsupported",
+            "reason": "figure: two runs of the gold program drew different axes or series; "
+            "there is no single answer to judge it by",
+        }
+    stable = n - sum(1 for ax in data.get("axes") or [] for sr in ax.get("series") or [] if sr.get("unstable"))
+    if n and not stable:
+        return {
+            "kind": "unsupported",
+            "reason": "figure: every plotted series differs between two runs of the gold program "
+            "(unseeded randomness); nothing stable to judge",
+        }
+    if n == 0:
+        return {
+            "kind": "unsupported",
+            "reason": "figure: the plot recorder found no data series (empty axes or text only); "
+            "its data cannot be extracted, and pixels alone do not judge a figure",
+        }
+    if n == _picture_count(data):
+        return {
+            "kind": "unsupported",
+            "reason": "figure: it only shows pictures (RGB/RGBA arrays, e.g. images read from files); "
+            "there is no plotted data to judge it by",
+        }
+    n_axes = sum(1 for ax in data.get("axes") or [] if ax.get("series"))
+    return {
+        "kind": "figure",
+        "metric": "plotted data equal (series by label or order, bars by category, intervals); "
+        "style ignored; SSIM reported, not deciding",
+        "params": {
+            "rtol": DEFAULT_RTOL,
+            "atol": DEFAULT_ATOL,
+            "min_ssim": DEFAULT_MIN_SSIM,
+            "size_tolerance": 2,
+            "plotdata": f"{PLOTDATA_DIR}/{rel}.json",
+        },
+        "reason": f"matplotlib figure: {n} data series on {n_axes} axes recorded at savefig",
+    }
+
+
+def _picture_count(data: dict[str, Any]) -> int:
+    """Recorded series that are colour pictures (``imshow`` of an RGB(A) array), not data."""
+    n = 0
+    for ax in data.get("axes") or []:
+        for sr in ax.get("series") or []:
+            shape = (sr.get("array") or {}).get("shape") or []
+            if sr.get("kind") == "grid" and len(shape) == 3 and shape[-1] in (3, 4):
+                n += 1
+    return n
 
 
 def _plan_table(data: bytes, sep: str, program_source: str | None) -> dict[str, Any] | None:
@@ -188,7 +267,7 @@ def _plan_table(data: bytes, sep: str, program_source: str | None) -> dict[str, 
                 if ordered
                 else f"unordered (aligned by {keys})"
                 if keys
-                else "unordered (canonical sort)"
+                else "unordered (rows matched one to one within tolerance)"
             )
         ),
     }
@@ -231,11 +310,13 @@ def plan_outputs(
     entries = []
     for out in outputs:
         rel = normalize_output(out)
+        if is_plotdata(rel):
+            continue  # the recorder's own files describe figures; they are not outputs
         path = gold_dir / rel
         if not path.is_file():
             entries.append({"path": rel, "kind": "unsupported", "reason": "no gold file"})
             continue
-        entries.append(plan_output(path, rel, program_source))
+        entries.append(plan_output(path, rel, program_source, gold_dir))
     return {
         "version": 1,
         "outputs": entries,

@@ -95,19 +95,108 @@ def _project(rows, cmap, columns):
     return out
 
 
-def _sort_key(row, numeric_flags):
-    """Canonical row order: text cells first, then numbers rounded to 4 significant digits."""
-    texts, nums = [], []
+def _numeric_key(row, numeric_flags):
+    """Exact (unrounded) order of a row's numeric cells; NaN and non-numbers last."""
+    out = []
     for cell, numeric in zip(row, numeric_flags):  # noqa: B905
         if numeric:
             v = parse_number(cell)
-            if v is None or math.isnan(v):
-                nums.append((1, 0.0))
+            out.append((1, 0.0) if v is None or math.isnan(v) else (0, v))
+    return tuple(out)
+
+
+def _rows_equal(p, g, numeric_flags, rtol, atol):
+    return all(_cells_equal(pc, gc, num, rtol, atol) for pc, gc, num in zip(p, g, numeric_flags))  # noqa: B905
+
+
+def _align_unkeyed(p, g, numeric_flags, rtol, atol):
+    """Pair prediction rows with gold rows without a key: ``(aligned pred rows, unmatched gold indices)``.
+
+    Rounding values before sorting (the obvious canonical order) is fragile: 1e-6 noise moves a
+    value across a rounding boundary and flips two rows, failing a correct answer. Instead rows are
+    matched, not sorted: text cells must be equal (they form exact groups), numeric cells must be
+    ``close`` with the evaluator's own ``rtol``/``atol``. Within a text group the candidate gold
+    rows of a prediction row are those whose cell in the most discriminating numeric column (most
+    distinct gold values) is within tolerance (found by bisection over the gold rows sorted on
+    that cell, so large tables stay near n log n), and a
+    maximum bipartite matching (augmenting paths) pairs them, so duplicates and near-ties can never
+    block a correct answer the way a greedy first-fit could. Unmatched gold rows (a wrong value, a
+    missing row) are returned for the error message; their slots hold the prediction row nearest to
+    them so the cell comparison reports what differs.
+    """
+    import bisect
+
+    num_idx = [i for i, f in enumerate(numeric_flags) if f]
+    txt_idx = [i for i, f in enumerate(numeric_flags) if not f]
+    groups = {}
+    for gi, row in enumerate(g):
+        groups.setdefault(tuple(row[i] for i in txt_idx), ([], []))[0].append(gi)
+    for pi, row in enumerate(p):
+        grp = groups.get(tuple(row[i] for i in txt_idx))
+        if grp is not None:  # a row whose text cells match no gold row stays spare (reported below)
+            grp[1].append(pi)
+    # bisect on the most discriminating numeric column (most distinct gold values): a constant
+    # first column would otherwise make every gold row a candidate of every predicted row
+    first = max(num_idx, key=lambda i: len({r[i] for r in g})) if num_idx else None
+
+    def sort_value(row):
+        v = parse_number(row[first])
+        return math.inf if v is None or math.isnan(v) else v
+
+    match_g = {}  # gold index -> pred index
+    for g_ids, p_ids in groups.values():
+        ordered = sorted(g_ids, key=lambda i: sort_value(g[i])) if first is not None else list(g_ids)
+        vals = [sort_value(g[i]) for i in ordered] if first is not None else None
+        cand = {}
+        for pi in p_ids:
+            pv = sort_value(p[pi]) if vals is not None else None
+            if pv is None or math.isinf(pv) or rtol >= 1:
+                near = ordered
             else:
-                nums.append((0, float(f"{v:.4g}")))
-        else:
-            texts.append(cell)
-    return (tuple(texts), tuple(nums))
+                # |pv - gv| <= atol + rtol*|gv| implies |pv - gv| <= (atol + rtol*|pv|) / (1 - rtol)
+                slack = (atol + rtol * abs(pv)) / (1.0 - rtol)
+                near = ordered[bisect.bisect_left(vals, pv - slack) : bisect.bisect_right(vals, pv + slack)]
+            cand[pi] = [gi for gi in near if _rows_equal(p[pi], g[gi], numeric_flags, rtol, atol)]
+        # augmenting-path matching (iterative, so thousands of duplicate rows cannot overflow the stack)
+        match_p = {}
+        for root in p_ids:
+            if not cand[root]:
+                continue
+            parent = {}  # gold index -> pred index that reached it
+            stack, seen_g, found = [root], set(), None
+            while stack and found is None:
+                pi = stack.pop()
+                for gi in cand[pi]:
+                    if gi in seen_g:
+                        continue
+                    seen_g.add(gi)
+                    parent[gi] = pi
+                    if gi not in match_g:
+                        found = gi
+                        break
+                    stack.append(match_g[gi])
+            while found is not None:  # flip the path
+                pi = parent[found]
+                prev = match_p.get(pi)
+                match_g[found], match_p[pi] = pi, found
+                found = prev
+    used = set(match_g.values())
+    spare = [pi for pi in range(len(p)) if pi not in used]
+    unmatched = [gi for gi in range(len(g)) if gi not in match_g]
+    for gi in unmatched:
+        if not spare:
+            break
+        # the leftover prediction row that differs from this gold row in the fewest cells
+        best = min(
+            spare,
+            key=lambda pi: sum(
+                not _cells_equal(pc, gc, num, rtol, atol)
+                for pc, gc, num in zip(p[pi], g[gi], numeric_flags)  # noqa: B905
+            ),
+        )
+        match_g[gi] = best
+        spare.remove(best)
+    return [p[match_g[gi]] for gi in range(len(g))], unmatched
 
 
 def _cells_equal(p, g, numeric, rtol, atol):
@@ -124,8 +213,9 @@ def check_table(pred_path, gold_path, params):
     """Column matching by name (order-insensitive), rows matched per the plan's ``row_order``.
 
     ``row_order`` is ``"ordered"`` (row i against row i), or ``"unordered"``: rows are aligned
-    by the plan's ``key_columns`` when the gold has a unique key, else both tables are put in a
-    canonical order (text cells, then numbers rounded to 4 significant digits) and compared.
+    by the plan's ``key_columns`` when the gold has a unique key, else rows are matched one to one
+    within tolerance (text cells equal, numeric cells ``close``; see :func:`_align_unkeyed`) -- an
+    exact sort on unrounded values first, as a fast path for the common case.
     Numeric columns use ``rtol``/``atol``; text columns must match exactly (after stripping).
     """
     rtol, atol = float(params.get("rtol", 1e-4)), float(params.get("atol", 1e-8))
@@ -167,8 +257,26 @@ def check_table(pred_path, gold_path, params):
                 aligned.append(cands.pop(0))
             p = aligned
         else:
-            g = sorted(g, key=lambda r: _sort_key(r, flags))
-            p = sorted(p, key=lambda r: _sort_key(r, flags))
+            # fast path: exact order on unrounded values; else tolerance-aware matching
+            gs = sorted(g, key=lambda r: (tuple(c for c, f in zip(r, flags) if not f), _numeric_key(r, flags)))  # noqa: B905
+            ps = sorted(p, key=lambda r: (tuple(c for c, f in zip(r, flags) if not f), _numeric_key(r, flags)))  # noqa: B905
+            if all(_rows_equal(pr, gr, flags, rtol, atol) for pr, gr in zip(ps, gs)):  # noqa: B905
+                g, p = gs, ps
+            else:
+                p, unmatched = _align_unkeyed(p, g, flags, rtol, atol)
+                if unmatched:
+                    g_rows_bad = len(unmatched)
+                    first_bad = unmatched[0]
+                    diffs = [
+                        f"column {c!r}: got {pc!r}, expected {gc!r}"
+                        for c, pc, gc, num in zip(columns, p[first_bad], g[first_bad], flags)  # noqa: B905
+                        if not _cells_equal(pc, gc, num, rtol, atol)
+                    ]
+                    return False, (
+                        f"{g_rows_bad} gold row(s) have no matching predicted row within tolerance "
+                        f"(rtol={rtol}, atol={atol}); first: gold row {first_bad} {g[first_bad]}, nearest "
+                        f"predicted row {p[first_bad]} differs in {'; '.join(diffs) or 'no cell'}"
+                    )
     bad = 0
     first = None
     for i, (pr, gr) in enumerate(zip(p, g)):  # noqa: B905
@@ -396,6 +504,306 @@ def check_image(pred_path, gold_path, params):
     return score >= threshold, f"SSIM {score:.4f} (threshold {threshold})"
 
 
+# ---------------------------------------------------------------------------------- figures
+# A figure is judged by the data its axes plot, recorded at savefig time by the plot recorder
+# (``.plotdata/<figure>.json`` in each results folder). Style never matters: colours, markers,
+# widths, figure size and dpi are not even recorded. SSIM is reported as a secondary number.
+_FIG_KINDS = {
+    "xy": "line/scatter",
+    "bar": "bar",
+    "errorbar": "error-bar",
+    "area": "filled-area",
+    "grid": "image/heatmap",
+}
+
+
+def _fv(v):
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _allclose(p, g, rtol, atol):
+    if len(p) != len(g):
+        return False
+    return all(close(_fv(a), _fv(b), rtol, atol) for a, b in zip(p, g))  # noqa: B905
+
+
+def _tick_map(ticks):
+    """Position -> category for the *text* tick labels of an axis (numeric labels are not
+    categories: where numeric ticks fall depends on the figure's size)."""
+    labels = {}
+    for loc, text in ticks or []:
+        t = str(text).strip().replace("\u2212", "-")
+        if t and parse_number(t) is None:
+            labels[round(_fv(loc), 6)] = t.lower()
+    return labels
+
+
+def _bar_items(s, ticks):
+    """``[(category, base, value)]``: category is the tick label at the bar's centre, if any."""
+    labels = _tick_map(ticks)
+    items = []
+    horizontal = s.get("orientation") == "horizontal"
+    for x, y, w, h in s.get("bars") or []:
+        x, y, w, h = _fv(x), _fv(y), _fv(w), _fv(h)
+        centre, base, value = (y + h / 2, x, w) if horizontal else (x + w / 2, y, h)
+        items.append((labels.get(round(centre, 6)), centre, base, value))
+    return items
+
+
+def _compare_bars(ps, gs, p_ax, g_ax, rtol, atol):
+    key = "yticks" if gs.get("orientation") == "horizontal" else "xticks"
+    gi = _bar_items(gs, g_ax.get(key))
+    pi = _bar_items(ps, p_ax.get(key))
+    if len(pi) != len(gi):
+        g_cats = [c for c, *_ in gi if c is not None]
+        p_cats = {c for c, *_ in pi if c is not None}
+        lost = [c for c in g_cats if c not in p_cats]
+        return f"{len(pi)} bars, expected {len(gi)}" + (f" (missing categories {lost[:5]})" if lost else "")
+    g_cats = [c for c, *_ in gi]
+    p_cats = [c for c, *_ in pi]
+    by_category = None not in g_cats and len(set(g_cats)) == len(g_cats) and sorted(g_cats) == sorted(p_cats)
+    if by_category:
+        pmap = {c: (b, v) for c, _, b, v in pi}
+        pairs = [(c, pmap[c], (b, v)) for c, _, b, v in gi]
+    else:
+        if None not in g_cats and None not in p_cats and len(set(g_cats)) == len(g_cats) and set(g_cats) != set(p_cats):
+            lost = [c for c in g_cats if c not in set(p_cats)]
+            return f"categories {sorted(set(p_cats))[:8]}, expected {sorted(set(g_cats))[:8]} (missing {lost[:5]})"
+        gi_s, pi_s = sorted(gi, key=lambda t: t[1]), sorted(pi, key=lambda t: t[1])
+        pairs = []
+        for p, g in zip(pi_s, gi_s):  # noqa: B905
+            name = g[0] if g[0] is not None else f"bar at {g[1]:.4g}"
+            pairs.append((name, (p[2], p[3]), (g[2], g[3])))
+    for cat, (pb, pv), (gb, gv) in pairs:
+        if not close(pv, gv, rtol, atol):
+            return f"bar {cat!r}: value {pv:.6g}, expected {gv:.6g}"
+        if not close(pb, gb, rtol, atol):
+            return f"bar {cat!r}: starts at {pb:.6g}, expected {gb:.6g}"
+    return None
+
+
+def _points(xs, ys):
+    pts = zip(map(_fv, xs), map(_fv, ys))  # noqa: B905
+    return sorted(pts, key=lambda t: (math.isnan(t[0]), t[0], math.isnan(t[1]), t[1]))
+
+
+def _compare_series(kind, ps, gs, p_ax, g_ax, rtol, atol):
+    """``None`` when the series carry the same data, else why not."""
+    if kind == "xy":
+        gx, gy, px, py = gs.get("x", []), gs.get("y", []), ps.get("x", []), ps.get("y", [])
+        if len(px) != len(gx):
+            return f"{len(px)} points, expected {len(gx)}"
+        if _allclose(px, gx, rtol, atol) and _allclose(py, gy, rtol, atol):
+            return None
+        gmap, pmap = _tick_map(g_ax.get("xticks")), _tick_map(p_ax.get("xticks"))
+        gcat = [gmap.get(round(_fv(v), 6)) for v in gx]
+        pcat = [pmap.get(round(_fv(v), 6)) for v in px]
+        if None not in gcat and None not in pcat and len(set(gcat)) == len(gcat):
+            # points at categories (a categorical x axis): compare category by category
+            if sorted(pcat) != sorted(gcat):
+                return f"categories {sorted(set(pcat))[:8]}, expected {sorted(set(gcat))[:8]}"
+            pval = dict(zip(pcat, py))  # noqa: B905
+            for c, v in zip(gcat, gy):  # noqa: B905
+                if not close(_fv(pval[c]), _fv(v), rtol, atol):
+                    return f"point at {c!r}: {_fv(pval[c]):.6g}, expected {_fv(v):.6g}"
+            return None
+        # Scatter points may be drawn in any order: compare them as a set.
+        gp, pp = _points(gx, gy), _points(px, py)
+        for (ax_, ay_), (bx, by) in zip(pp, gp):  # noqa: B905
+            if not (close(ax_, bx, rtol, atol) and close(ay_, by, rtol, atol)):
+                return f"point ({ax_:.6g}, {ay_:.6g}), expected ({bx:.6g}, {by:.6g})"
+        return None
+    if kind == "bar":
+        return _compare_bars(ps, gs, p_ax, g_ax, rtol, atol)
+    if kind == "errorbar":
+
+        def norm(segs, ax):
+            # An interval drawn at a category (a text tick) belongs to that category, wherever
+            # the category is placed; others are compared by their coordinates.
+            xl, yl = _tick_map(ax.get("xticks")), _tick_map(ax.get("yticks"))
+            out = []
+            for s in segs:
+                a, b = (_fv(s[0]), _fv(s[1])), (_fv(s[2]), _fv(s[3]))
+                lo, hi = min(a, b), max(a, b)
+                if lo[0] == hi[0] and round(lo[0], 6) in xl:
+                    out.append((xl[round(lo[0], 6)], (0.0, lo[1], 0.0, hi[1])))
+                elif lo[1] == hi[1] and round(lo[1], 6) in yl:
+                    out.append((yl[round(lo[1], 6)], (lo[0], 0.0, hi[0], 0.0)))
+                else:
+                    out.append(("", lo + hi))
+            return sorted(out)
+
+        gseg = norm(gs.get("segments", []), g_ax)
+        pseg = norm(ps.get("segments", []), p_ax)
+        if len(pseg) != len(gseg):
+            return f"{len(pseg)} error bars, expected {len(gseg)}"
+        for (pc, p), (gc, g) in zip(pseg, gseg):  # noqa: B905
+            if pc != gc:
+                return f"interval at {pc or 'a position'!r}, expected one at {gc or 'a position'!r}"
+            if not _allclose(p, g, rtol, atol):
+                got = "({:.6g}, {:.6g})-({:.6g}, {:.6g})".format(*p)
+                want = "({:.6g}, {:.6g})-({:.6g}, {:.6g})".format(*g)
+                return f"interval {got}, expected {want}"
+        return None
+    if kind == "area":
+        g, p = gs.get("xy", []), ps.get("xy", [])
+        if len(p) != len(g):
+            return f"{len(p) // 2} outline vertices, expected {len(g) // 2}"
+        if _allclose(p, g, rtol, atol):
+            return None
+        gp, pp = _points(g[0::2], g[1::2]), _points(p[0::2], p[1::2])
+        if all(_allclose(a, b, rtol, atol) for a, b in zip(pp, gp)):  # noqa: B905
+            return None
+        return "filled area outline differs"
+    if kind == "grid":
+        ga, pa = gs.get("array", {}), ps.get("array", {})
+        if list(pa.get("shape", [])) != list(ga.get("shape", [])):
+            return f"shape {pa.get('shape')}, expected {ga.get('shape')}"
+        if "values" in ga:
+            if not _allclose(pa.get("values", []), ga["values"], rtol, atol):
+                bad = next(
+                    i
+                    for i, (a, b) in enumerate(zip(pa.get("values", []), ga["values"]))  # noqa: B905
+                    if not close(_fv(a), _fv(b), rtol, atol)
+                )
+                return f"cell {bad}: {_fv(pa['values'][bad]):.6g}, expected {_fv(ga['values'][bad]):.6g}"
+            return None
+        gsum, psum = ga.get("summary", {}), pa.get("summary", {})
+        for k in ("mean", "std", "min", "max"):
+            if not close(_fv(psum.get(k)), _fv(gsum.get(k)), rtol, atol):
+                return f"{k} {psum.get(k)}, expected {gsum.get(k)}"
+        if not _allclose(pa.get("sample", []), ga.get("sample", []), rtol, atol):
+            return "sampled cells differ"
+        return None
+    return None
+
+
+def _pair_series(ps, gs):
+    """Pair predicted with gold series: by legend label when the gold labels them all (and the
+    prediction uses the same labels), else in drawing order."""
+    g_labels = [s.get("label", "") for s in gs]
+    p_labels = [s.get("label", "") for s in ps]
+    if all(g_labels) and len(set(g_labels)) == len(g_labels) and sorted(p_labels) == sorted(g_labels):
+        pmap = {s["label"]: s for s in ps}
+        return [(pmap[s["label"]], s, repr(s["label"])) for s in gs], "label"
+    pairs = []
+    for i, (p, g) in enumerate(zip(ps, gs)):  # noqa: B905
+        pairs.append((p, g, repr(g["label"]) if g.get("label") else f"#{i + 1}"))
+    return pairs, "order"
+
+
+def _same_labels(ps, gs):
+    """Whether both sides label every series, with the same (distinct) labels."""
+    g_labels = [s.get("label", "") for s in gs]
+    p_labels = [s.get("label", "") for s in ps]
+    return all(g_labels) and len(set(g_labels)) == len(g_labels) and sorted(p_labels) == sorted(g_labels)
+
+
+def _pool(series):
+    """All bars (or error bars) of one axes as one unlabelled series."""
+    first = series[0]
+    unstable = any(s.get("unstable") for s in series)
+    if first.get("kind") == "errorbar":
+        segs = [x for s in series for x in s.get("segments") or []]
+        return {"kind": "errorbar", "label": "", "segments": segs, "unstable": unstable}
+    bars = [b for s in series for b in s.get("bars") or []]
+    return {"kind": "bar", "label": "", "orientation": first.get("orientation"), "bars": bars, "unstable": unstable}
+
+
+def compare_plotdata(pred, gold, rtol=1e-4, atol=1e-8):
+    """``(None, summary)`` when ``pred`` plots the same data as ``gold``, else ``(reason, "")``."""
+    g_axes = [a for a in gold.get("axes", []) if a.get("series")]
+    p_axes = [a for a in pred.get("axes", []) if a.get("series")]
+    if len(p_axes) != len(g_axes):
+        return f"{len(p_axes)} axes with data, expected {len(g_axes)}", ""
+    n = skipped = 0
+    for i, (pa, ga) in enumerate(zip(p_axes, g_axes)):  # noqa: B905
+        where = f"axes {i + 1}" + (f" ({ga.get('title')!r})" if ga.get("title") else "")
+        for kind, name in _FIG_KINDS.items():
+            gs = [s for s in ga["series"] if s.get("kind") == kind]
+            ps = [s for s in pa["series"] if s.get("kind") == kind]
+            if kind in ("bar", "errorbar") and gs and ps and not _same_labels(ps, gs):
+                # Bars (and their intervals) whose grouping the legend does not pin down (one
+                # container per bar when colour follows the category, or one for all): pool
+                # them and compare bar by bar, interval by interval, by category.
+                gs, ps = [_pool(gs)], [_pool(ps)]
+            if len(ps) != len(gs):
+                g_lab = [s.get("label") for s in gs if s.get("label")]
+                lost = [lab for lab in g_lab if lab not in {s.get("label") for s in ps}]
+                return (
+                    f"{where}: {len(ps)} {name} series, expected {len(gs)}"
+                    + (f" (missing {lost[:5]})" if lost else ""),
+                    "",
+                )
+            pairs, _ = _pair_series(ps, gs)
+            for p, g, label in pairs:
+                if g.get("unstable"):
+                    skipped += 1  # drawn differently by two gold runs: required, not compared
+                    continue
+                why = _compare_series(kind, p, g, pa, ga, rtol, atol)
+                if why:
+                    return f"{where}: {name} series {label}: {why}", ""
+                n += 1
+    extra = f"; {skipped} series not compared (they differ between two runs of the gold program)" if skipped else ""
+    return None, f"{len(g_axes)} axes, {n} series{extra}"
+
+
+def _load_plotdata(path):
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def check_figure(pred_path, gold_path, params):
+    """Compare what the figures plot (recorded plot data), with the table tolerances.
+
+    Series are matched per axes and kind (line/scatter points, bars by category, error-bar
+    intervals, filled areas, images/heatmaps) by legend label, else in drawing order. A missing
+    or extra series, a dropped category, swapped series, a moved interval or any value beyond
+    tolerance fails. SSIM is computed as a secondary number and never decides.
+    """
+    rtol, atol = float(params.get("rtol", 1e-4)), float(params.get("atol", 1e-8))
+    # check_output passes the sidecars; alone, a top-level figure's sidecar is next to it.
+    gold_side = params.get("_gold_plotdata") or os.path.join(
+        os.path.dirname(gold_path), ".plotdata", os.path.basename(gold_path) + ".json"
+    )
+    pred_side = params.get("_pred_plotdata") or os.path.join(
+        os.path.dirname(pred_path), ".plotdata", os.path.basename(pred_path) + ".json"
+    )
+    gold = _load_plotdata(gold_side)
+    try:
+        from PIL import Image
+    except ImportError:  # matplotlib depends on Pillow; without it only the data are judged
+        Image = None
+    if Image is not None:
+        try:
+            with Image.open(pred_path) as im:
+                im.verify()
+        except Exception as exc:  # the file must be the figure, not something else
+            return False, f"prediction is not an image: {type(exc).__name__}: {exc}"
+    if not os.path.isfile(pred_side):
+        return False, "no plot data recorded for the predicted figure (save it with matplotlib's savefig)"
+    try:
+        pred = _load_plotdata(pred_side)
+    except ValueError as exc:
+        return False, f"predicted plot data unreadable: {exc}"
+    why, summary = compare_plotdata(pred, gold, rtol, atol)
+    secondary = ""
+    try:
+        # any size: a figure saved at another size or dpi is resized before SSIM is taken
+        _, img_msg = check_image(pred_path, gold_path, {**params, "size_tolerance": 10**9})
+        secondary = f"; {img_msg} (secondary, not deciding)"
+    except Exception as exc:  # the pixel metric is informative only
+        secondary = f"; SSIM not computed ({type(exc).__name__})"
+    if why:
+        return False, f"plotted data differ: {why}{secondary}"
+    return True, f"plotted data match ({summary}){secondary}"
+
+
 # ---------------------------------------------------------------------------------- dispatch
 CHECKS = {
     "table": check_table,
@@ -404,6 +812,7 @@ CHECKS = {
     "text": check_text,
     "array": check_array,
     "image": check_image,
+    "figure": check_figure,
 }
 
 
@@ -421,6 +830,11 @@ def check_output(entry, pred_dir, gold_dir, model_checks=None):
             namespace = {"__name__": "model_check"}
             exec(compile(model_checks[entry["model_code"]], f"<model check {rel}>", "exec"), namespace)
             ok, msg = namespace["check"](pred_path, gold_path)
+        elif entry["kind"] == "figure":
+            params = dict(entry.get("params", {}))
+            params["_gold_plotdata"] = os.path.join(gold_dir, ".plotdata", rel + ".json")
+            params["_pred_plotdata"] = os.path.join(pred_dir, ".plotdata", rel + ".json")
+            ok, msg = check_figure(pred_path, gold_path, params)
         else:
             ok, msg = CHECKS[entry["kind"]](pred_path, gold_path, entry.get("params", {}))
     except Exception as exc:  # a malformed prediction is a failing verdict

@@ -1,0 +1,352 @@
+"""Mining rules that used to lose real analyses: test-named statistics scripts, constant path
+expressions, ``__file__``-relative idioms (mined, rewritten and run), notebook size, ambiguous inputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from veriforge.discovery.mine import MineConfig, RepoIndex, mine_repository
+from veriforge.discovery.standalone import make_standalone
+
+DATA = "group,value\na,1.0\nb,2.5\na,1.5\nb,3.0\n"
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(textwrap.dedent(text))
+
+
+def _mine(root: Path, **kw):
+    res = mine_repository(root, **kw)
+    return {c.path: c for c in res.candidates}, {s.path: s.reason for s in res.skipped}
+
+
+ANALYSIS = """
+    import pandas as pd
+    df = pd.read_csv("data/obs.csv")
+    df.groupby("group").value.mean().to_csv("results/means.csv")
+"""
+
+
+def test_test_named_statistics_scripts_are_mined_real_tests_are_not(tmp_path):
+    _write(tmp_path, "data/obs.csv", DATA)
+    for name in ("t_test.py", "chi2_test.py", "ab_test.py", "test_hypothesis_power.py"):
+        _write(tmp_path, name, ANALYSIS)
+    _write(tmp_path, "test_io.py", "import pytest\n" + textwrap.dedent(ANALYSIS))
+    _write(tmp_path, "loader_test.py", textwrap.dedent(ANALYSIS) + "\ndef test_loads():\n    assert True\n")
+    _write(
+        tmp_path,
+        "model_test.py",
+        "import unittest\nclass ModelTest(unittest.TestCase):\n    def test_x(self):\n        pass\n",
+    )
+    _write(tmp_path, "tests/helper_analysis.py", ANALYSIS)  # inside a tests/ folder: test code
+    cands, skipped = _mine(tmp_path)
+    assert set(cands) == {"t_test.py", "chi2_test.py", "ab_test.py", "test_hypothesis_power.py"}
+    assert skipped["test_io.py"] == "test code (imports pytest)"
+    assert skipped["loader_test.py"] == "test code (defines test function test_loads())"
+    assert skipped["model_test.py"] == "test code (imports unittest)"
+    assert skipped["tests/helper_analysis.py"] == "test code"
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        '"{}/obs.csv".format(DATA)',
+        '"{d}/obs.csv".format(d=DATA)',
+        'TEMPLATE.format(DATA)',
+        '"%s/obs.csv" % DATA',
+        '"%s/%s" % (DATA, "obs.csv")',
+        'f"{DATA}/obs.csv"',
+        'f"data/{NAME}.csv"',
+        'os.path.join(DATA, NAME + ".csv")',
+        'os.path.join(os.getcwd(), "data", "obs.csv")',
+        '"/".join([DATA, "obs.csv"])',
+        '"/".join([os.path.split(os.path.abspath(__file__))[0], "data", "obs.csv"])',
+        'Path(DATA).joinpath("obs.csv")',
+    ],
+)
+def test_constant_path_expressions_resolve_and_rewrite(tmp_path, expr):
+    _write(tmp_path, "data/obs.csv", DATA)
+    src = f"""
+        import os
+        from pathlib import Path
+        import pandas as pd
+        DATA = "data"
+        NAME = "obs"
+        OUT = "results"
+        TEMPLATE = "{{}}/obs.csv"
+        df = pd.read_csv({expr})
+        df.to_csv("{{}}/summary.csv".format(OUT))
+        df.describe().to_csv("%s/describe_%s.csv" % (OUT, NAME))
+    """
+    _write(tmp_path, "analyse.py", src)
+    cands, skipped = _mine(tmp_path)
+    assert "analyse.py" in cands, skipped
+    c = cands["analyse.py"]
+    assert c.datasets == ["data/obs.csv"] and c.warnings == []
+    assert [w["value"] for w in c.writes] == ["results/summary.csv", "results/describe_obs.csv"]
+    sa = make_standalone(c, tmp_path)
+    assert sa.datasets == ["data/obs.csv"]
+    assert sa.outputs == ["pred_results/summary.csv", "pred_results/describe_obs.csv"]
+
+
+FILE_IDIOMS = {
+    "join_dirname": """
+        import os
+        import pandas as pd
+        HERE = os.path.dirname(os.path.abspath(__file__))
+        df = pd.read_csv(os.path.join(os.path.dirname(__file__), "..", "data", "obs.csv"))
+        out = os.path.join(HERE, "..", "results")
+        os.makedirs(out, exist_ok=True)
+        df.groupby("group").value.sum().to_csv(os.path.join(out, "sums.csv"))
+    """,
+    "pathlib_parent_parent": """
+        from pathlib import Path
+        import pandas as pd
+        DATA = Path(__file__).resolve().parent.parent / "data"
+        RESULTS = Path(__file__).resolve().parents[1] / "results"
+        df = pd.read_csv(DATA / "obs.csv")
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        df.groupby("group").value.sum().to_csv(RESULTS / "sums.csv")
+    """,
+}
+
+
+def test_file_relative_idioms_build_end_to_end(tmp_path, monkeypatch):
+    """mine -> standalone rewrite -> environment -> gold run -> evaluator validation, both idioms."""
+    from veriforge.core.store import RunStore
+    from veriforge.discovery.build import BuildConfig, build_tasks
+
+    monkeypatch.setenv("VERIFORGE_HOME", str(tmp_path / "home"))
+    repo = tmp_path / "repo"
+    _write(repo, "data/obs.csv", DATA)
+    for idiom, src in FILE_IDIOMS.items():
+        _write(repo, f"scripts/{idiom}.py", src)
+    store = RunStore(tmp_path / "runs.sqlite")
+    try:
+        report = build_tasks(
+            repo, tmp_path / "out", BuildConfig(env_mode="reuse", timeout_s=120, validate_reruns=1), store=store
+        )
+    finally:
+        store.close()
+    assert {t.source: t.status for t in report.tasks} == {f"scripts/{i}.py": "built" for i in FILE_IDIOMS}, [
+        t.reason for t in report.tasks
+    ]
+    for t in report.tasks:
+        gold = Path(t.task_dir) / "gold_results" / "sums.csv"
+        assert gold.read_text().splitlines() == ["group,value", "a,2.5", "b,5.5"]
+
+
+@pytest.mark.parametrize("idiom", sorted(FILE_IDIOMS))
+def test_file_relative_idioms_mine_rewrite_and_run(tmp_path, idiom):
+    repo = tmp_path / "repo"
+    _write(repo, "data/obs.csv", DATA)
+    _write(repo, "scripts/sums.py", FILE_IDIOMS[idiom])
+    cands, skipped = _mine(repo)
+    assert "scripts/sums.py" in cands, skipped
+    sa = make_standalone(cands["scripts/sums.py"], repo)
+    assert sa.datasets == ["data/obs.csv"] and sa.outputs == ["pred_results/sums.csv"]
+    # the rewritten program runs in the task layout (cwd = task folder, program elsewhere) and
+    # reads datasets/<repo path>, whatever __file__ now is
+    work = tmp_path / "task"
+    (work / "datasets" / "data").mkdir(parents=True)
+    (work / "datasets" / "data" / "obs.csv").write_text(DATA)
+    (work / "gold_program").mkdir()
+    (work / "gold_program" / sa.program_name).write_text(sa.program)
+    proc = subprocess.run(
+        [sys.executable, f"gold_program/{sa.program_name}"], cwd=work, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "pred_results" / "sums.csv").read_text().splitlines() == ["group,value", "a,2.5", "b,5.5"]
+
+
+def test_notebook_measured_by_code_not_outputs(tmp_path):
+    _write(tmp_path, "data/obs.csv", DATA)
+    code = textwrap.dedent(ANALYSIS)
+    big_png = "iVBORw0KGgo" * 60_000  # ~660 kB of embedded image output
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# Means\n"]},
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "execution_count": 1,
+                "source": code.splitlines(keepends=True),
+                "outputs": [{"output_type": "display_data", "data": {"image/png": big_png}, "metadata": {}}],
+            },
+        ],
+    }
+    (tmp_path / "means.ipynb").write_text(json.dumps(nb))
+    assert (tmp_path / "means.ipynb").stat().st_size > 200_000
+    cands, skipped = _mine(tmp_path)
+    assert "means.ipynb" in cands, skipped
+    # the limit still applies to the code itself
+    _, skipped = _mine(tmp_path, cfg=MineConfig(max_source_bytes=50))
+    assert skipped["means.ipynb"].startswith("oversized (code cells")
+
+
+def test_ambiguous_input_prefers_nearest_file_and_is_reported(tmp_path):
+    # exp_a sorts first alphabetically; the script lives in exp_b, so exp_b's file is nearest
+    _write(tmp_path, "exp_a/results.csv", DATA)
+    _write(tmp_path, "exp_b/results.csv", DATA.replace("1.0", "9.0"))
+    _write(
+        tmp_path,
+        "exp_b/code/analyse.py",
+        """
+        import pandas as pd
+        df = pd.read_csv("/Users/alice/project/results.csv")
+        df.describe().to_csv("summary.csv")
+        """,
+    )
+    cands, _ = _mine(tmp_path)
+    c = cands["exp_b/code/analyse.py"]
+    assert c.datasets == ["exp_b/results.csv"]
+    assert c.ambiguous_inputs == [
+        {
+            "line": 3,
+            "call": "pd.read_csv",
+            "value": "/Users/alice/project/results.csv",
+            "chosen": "exp_b/results.csv",
+            "alternatives": ["exp_a/results.csv"],
+            "rule": "partial path match: only the last 1 part(s) of the path agree; "
+            "longest match, then nearest to the script",
+        }
+    ]
+    assert any(w.startswith("ambiguous input line 3") and "exp_a/results.csv" in w for w in c.warnings)
+    # a relative path that exists under the root and under the script's folder is reported too
+    _write(tmp_path, "data/obs.csv", DATA)
+    _write(tmp_path, "scripts/data/obs.csv", DATA)
+    res = RepoIndex(tmp_path).resolve("data/obs.csv", "scripts")
+    assert (res.path, res.alternatives) == ("data/obs.csv", ["scripts/data/obs.csv"])
+    assert RepoIndex(tmp_path).resolve("exp_a/results.csv", "").alternatives == []
+
+
+def test_ambiguous_input_reaches_task_json_and_build_report(tmp_path, monkeypatch):
+    from veriforge.core.store import RunStore
+    from veriforge.discovery.build import BuildConfig, build_tasks
+
+    monkeypatch.setenv("VERIFORGE_HOME", str(tmp_path / "home"))
+    repo = tmp_path / "repo"
+    _write(repo, "exp_a/obs.csv", DATA)
+    _write(repo, "exp_b/obs.csv", DATA.replace("1.0", "9.0"))
+    _write(
+        repo,
+        "exp_b/code/means.py",
+        """
+        import pandas as pd
+        df = pd.read_csv("/home/bob/lab/obs.csv")
+        df.groupby("group").value.mean().to_csv("means.csv")
+        """,
+    )
+    store = RunStore(tmp_path / "runs.sqlite")
+    try:
+        report = build_tasks(
+            repo, tmp_path / "out", BuildConfig(env_mode="reuse", timeout_s=120, validate_reruns=1), store=store
+        )
+    finally:
+        store.close()
+    assert [t.status for t in report.tasks] == ["built"], [t.reason for t in report.tasks]
+    task = json.loads((Path(report.tasks[0].task_dir) / "task.json").read_text())
+    amb = task["veriforge"]["ambiguous_inputs"]
+    assert [(a["chosen"], a["alternatives"]) for a in amb] == [("exp_b/obs.csv", ["exp_a/obs.csv"])]
+    saved = json.loads((tmp_path / "out" / "d3gym_build.json").read_text())
+    assert saved["summary"]["warnings"] == 1
+    warning = saved["warnings"][0]
+    assert warning["source"] == "exp_b/code/means.py" and "exp_a/obs.csv" in warning["warning"]
+
+
+def test_chdir_to_another_machine_is_neutralised(tmp_path):
+    """A Colab export starts with os.chdir('/content/drive/...'); the rewritten program must stay in
+    the task folder, where datasets/ and pred_results/ are."""
+    repo = tmp_path / "repo"
+    _write(repo, "Sample data.csv", DATA)
+    _write(
+        repo,
+        "t_test.py",
+        """
+        import os
+        import pandas as pd
+        os.chdir(r'/content/drive/MyDrive/course data')
+        df = pd.read_csv('Sample data.csv')
+        df.groupby("group").value.sum().to_csv('ttest_result.csv')
+        """,
+    )
+    cands, skipped = _mine(repo)
+    assert "t_test.py" in cands, skipped
+    sa = make_standalone(cands["t_test.py"], repo)
+    assert "os.chdir(r'/content" not in sa.program and 'os.chdir(".")' in sa.program
+    assert any("chdir" in w for w in sa.warnings)
+    work = tmp_path / "task"
+    (work / "datasets").mkdir(parents=True)
+    (work / "datasets" / "Sample data.csv").write_text(DATA)
+    (work / "pred_results").mkdir()
+    (work / "t_test.py").write_text(sa.program)
+    proc = subprocess.run([sys.executable, "t_test.py"], cwd=work, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "pred_results" / "ttest_result.csv").read_text().splitlines()[1] == "a,2.5"
+
+
+def test_unresolvable_output_path_is_named_as_such(tmp_path):
+    _write(tmp_path, "data/obs.csv", DATA)
+    _write(
+        tmp_path,
+        "per_group.py",
+        """
+        import sys
+        import pandas as pd
+        df = pd.read_csv("data/obs.csv")
+        for g, part in df.groupby("group"):
+            part.to_csv(sys.argv[1] + g + ".csv")
+        """,
+    )
+    _, skipped = _mine(tmp_path)
+    assert skipped["per_group.py"] == "output paths could not be resolved statically (line 6 part.to_csv(...))"
+
+
+def test_author_machine_folders_with_a_trailing_separator_and_a_file_only_in_another_folder(tmp_path):
+    """Learn-PsychoPy's shape: `pathin`/`pathout` are the author's absolute folders ending in "/",
+    joined by `+`; the data file the script names is absent and a same-named file of another
+    experiment exists. The rewrite keeps the separator (was 'pred_resultsplot.csv'), and the
+    substitute file is used only as a reported choice, never silently."""
+    repo = tmp_path / "repo"
+    _write(repo, "Demos/stroop/data/all.csv", DATA)
+    _write(
+        repo,
+        "Labs/Stroop/scripts/make_table.py",
+        """
+        import pandas as pd
+        pathin = '/Users/ethan/GitHub/Learn/Labs/Stroop/experiments/stroop/data/'
+        pathout = '/Users/ethan/GitHub/Learn/Labs/Stroop/figures/'
+        df = pd.read_csv(pathin + 'all.csv')
+        df.groupby('group').value.sum().to_csv(pathout + 'sums.csv')
+        """,
+    )
+    cands, _skipped = _mine(repo)
+    c = cands["Labs/Stroop/scripts/make_table.py"]
+    assert c.datasets == ["Demos/stroop/data/all.csv"]
+    (choice,) = c.ambiguous_inputs
+    assert choice["chosen"] == "Demos/stroop/data/all.csv" and choice["rule"].startswith("partial path match")
+    assert any(w.startswith("ambiguous input line 5") for w in c.warnings)
+    sa = make_standalone(c, repo)
+    assert sa.outputs == ["pred_results/sums.csv"]
+    work = tmp_path / "task"
+    (work / "datasets" / "Demos" / "stroop" / "data").mkdir(parents=True)
+    (work / "datasets" / "Demos" / "stroop" / "data" / "all.csv").write_text(DATA)
+    (work / "pred_results").mkdir()  # the runtime layout has it (empty)
+    (work / "gold_program").mkdir()
+    (work / "gold_program" / sa.program_name).write_text(sa.program)
+    proc = subprocess.run(
+        [sys.executable, f"gold_program/{sa.program_name}"], cwd=work, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "pred_results" / "sums.csv").read_text().splitlines() == ["group,value", "a,2.5", "b,5.5"]
