@@ -350,3 +350,13 @@ def test_author_machine_folders_with_a_trailing_separator_and_a_file_only_in_ano
     )
     assert proc.returncode == 0, proc.stderr
     assert (work / "pred_results" / "sums.csv").read_text().splitlines() == ["group,value", "a,2.5", "b,5.5"]
+
+
+def test_a_script_saved_with_a_utf8_bom_is_mined(tmp_path):
+    """Windows editors (PsychoPy's Builder among them) start files with U+FEFF; that is no syntax
+    error and no sign of Python 2."""
+    _write(tmp_path, "data/obs.csv", DATA)
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf" + textwrap.dedent(ANALYSIS).encode())
+    cands, skipped = _mine(tmp_path)
+    assert "bom.py" in cands, skipped
+    assert not cands["bom.py"].source.startswith("\ufeff")

@@ -423,7 +423,7 @@ def load_source(root: Path, rel: str) -> tuple[str, str]:
     """(kind, python source) of a script or notebook (raises NotebookError / UnicodeDecodeError)."""
     if rel.endswith(".ipynb"):
         return "notebook", notebook_to_script(root / rel)
-    return "script", (root / rel).read_text(encoding="utf-8")
+    return "script", (root / rel).read_text(encoding="utf-8-sig")  # a UTF-8 BOM (Windows editors) is no syntax error
 
 
 def mine_repository(

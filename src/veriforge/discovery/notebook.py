@@ -23,7 +23,7 @@ class NotebookError(DiscoveryError):
 def _code_cells(path: str | Path) -> list[str]:
     """The source of each code cell (outputs, images and markdown are not code)."""
     try:
-        nb = json.loads(Path(path).read_text(encoding="utf-8"))
+        nb = json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise NotebookError(f"{path}: not a readable notebook ({exc})") from exc
     if not isinstance(nb, dict):
