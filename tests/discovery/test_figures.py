@@ -317,3 +317,32 @@ def test_series_that_differ_between_gold_runs_are_required_but_not_compared(tmp_
     (gold / ".plotdata" / "fig.png.json").write_text(json.dumps(data))
     with pytest.raises(UnsupportedOutputError, match="differs between two runs"):
         synthesize(gold, ["fig.png"])
+
+
+def test_vector_figures_are_judged_by_their_data(tmp_path):
+    """A matplotlib figure saved as PDF (syllogistic-nvc's outputs) has no pixels to compare but the
+    same recorded data: it gets the figure evaluator, not a refusal; the file must really be a PDF."""
+    runs = {}
+    for name, prog in (
+        ("gold", FIGURE.format(**GOLD)),
+        ("restyled", FIGURE.format(**{**GOLD, "style": "'o--'", "colour": "red", "dpi": 50})),
+        ("swapped", FIGURE.format(**GOLD).replace('ctrl if name == "control" else drug',
+                                                  'drug if name == "control" else ctrl')),
+    ):
+        work = tmp_path / name
+        (work / "pred_results").mkdir(parents=True)
+        (work / "prog.py").write_text(prog.replace("fig.png", "fig.pdf"))
+        env = {**os.environ, "MPLBACKEND": "Agg", **recorder_env(work)}
+        env.pop("PYTHONHOME", None)
+        subprocess.run([sys.executable, "prog.py"], cwd=work, env=env, check=True, timeout=120)
+        runs[name] = work / "pred_results"
+    s = synthesize(runs["gold"], ["fig.pdf"])
+    (entry,) = s.plan["outputs"]
+    assert entry["kind"] == "figure"
+    ok, msg = evaluate_plan(s.plan, str(runs["restyled"]), str(runs["gold"]))
+    assert ok and "vector figure" in msg, msg
+    ok, msg = evaluate_plan(s.plan, str(runs["swapped"]), str(runs["gold"]))
+    assert not ok and "'control'" in msg, msg
+    (runs["restyled"] / "fig.pdf").write_bytes(b"\x89PNG\r\n\x1a\n not a pdf")
+    ok, msg = evaluate_plan(s.plan, str(runs["restyled"]), str(runs["gold"]))
+    assert not ok and "not a .pdf file" in msg, msg

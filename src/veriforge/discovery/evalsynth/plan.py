@@ -47,6 +47,8 @@ IMAGE_EXT = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
 TEXT_EXT = {".txt", ".dat", ".out", ".log", ".md", ".text", ".csvlog"}
 # Formats we could compare as text but should not: their bytes embed dates, ids and renderer
 # details, so a byte/token comparison would fail correct predictions. Model-only.
+#: Vector figure formats: judged by the recorded plot data when matplotlib drew them, else unsupported.
+VECTOR_FIGURE_EXT = {".svg", ".pdf", ".eps", ".ps"}
 MODEL_ONLY_EXT = {".svg", ".pdf", ".html", ".htm", ".eps", ".ps", ".pkl", ".pickle", ".joblib", ".pt", ".h5"}
 
 _SORTING_CALLS = re.compile(r"\b(sort_values|sort_index|sorted|nlargest|nsmallest|argsort|rank|\.sort)\s*\(")
@@ -115,6 +117,10 @@ def plan_output(
             "params": {"min_ssim": DEFAULT_MIN_SSIM, "size_tolerance": 2},
             "reason": "raster image (figure)",
         }
+    if ext in VECTOR_FIGURE_EXT:  # a matplotlib figure saved as PDF/SVG/EPS is judged by its data too
+        figure = _plan_figure(gold_dir if gold_dir is not None else _results_dir(gold_path, rel), rel)
+        if figure is not None:
+            return {"path": rel, **figure}
     if ext in MODEL_ONLY_EXT:
         return {"path": rel, "kind": "unsupported", "reason": f"{ext} needs a model-written comparison"}
     try:

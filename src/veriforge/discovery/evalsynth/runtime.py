@@ -779,7 +779,11 @@ def check_figure(pred_path, gold_path, params):
         from PIL import Image
     except ImportError:  # matplotlib depends on Pillow; without it only the data are judged
         Image = None
-    if Image is not None:
+    vector = _vector_kind(gold_path)
+    if vector is not None:  # a PDF/SVG/EPS figure: the file must be one of that format
+        if not _is_vector(pred_path, vector):
+            return False, f"prediction is not a {vector} file"
+    elif Image is not None:
         try:
             with Image.open(pred_path) as im:
                 im.verify()
@@ -792,16 +796,37 @@ def check_figure(pred_path, gold_path, params):
     except ValueError as exc:
         return False, f"predicted plot data unreadable: {exc}"
     why, summary = compare_plotdata(pred, gold, rtol, atol)
-    secondary = ""
+    secondary = "; SSIM not computed (vector figure)" if vector is not None else ""
     try:
-        # any size: a figure saved at another size or dpi is resized before SSIM is taken
-        _, img_msg = check_image(pred_path, gold_path, {**params, "size_tolerance": 10**9})
-        secondary = f"; {img_msg} (secondary, not deciding)"
+        if vector is None:
+            # any size: a figure saved at another size or dpi is resized before SSIM is taken
+            _, img_msg = check_image(pred_path, gold_path, {**params, "size_tolerance": 10**9})
+            secondary = f"; {img_msg} (secondary, not deciding)"
     except Exception as exc:  # the pixel metric is informative only
         secondary = f"; SSIM not computed ({type(exc).__name__})"
     if why:
         return False, f"plotted data differ: {why}{secondary}"
     return True, f"plotted data match ({summary}){secondary}"
+
+
+_VECTOR_MAGIC = {".pdf": (b"%PDF",), ".eps": (b"%!PS", b"\xc5\xd0\xd3\xc6"), ".ps": (b"%!PS",)}
+
+
+def _vector_kind(path: str) -> str | None:
+    ext = os.path.splitext(path)[1].lower()
+    return ext if ext in (".pdf", ".svg", ".eps", ".ps") else None
+
+
+def _is_vector(path: str, ext: str) -> bool:
+    """Whether ``path`` is a file of vector format ``ext`` (by its first bytes, not its name)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    if ext == ".svg":
+        return b"<svg" in head
+    return head.startswith(_VECTOR_MAGIC[ext])
 
 
 # ---------------------------------------------------------------------------------- dispatch
