@@ -144,6 +144,22 @@ def test_file_relative_idioms_build_end_to_end(tmp_path, monkeypatch):
         assert gold.read_text().splitlines() == ["group,value", "a,2.5", "b,5.5"]
 
 
+def _run_in_task_layout(work: Path, sa, dataset: str, pred_results: bool = True) -> None:
+    """Run a rewritten program as the harness does (cwd = task folder, program in gold_program/,
+    DATA at datasets/<dataset>) and check it wrote the group sums to pred_results/sums.csv."""
+    (work / "datasets" / dataset).parent.mkdir(parents=True)
+    (work / "datasets" / dataset).write_text(DATA)
+    if pred_results:
+        (work / "pred_results").mkdir()  # the runtime layout has it (empty)
+    (work / "gold_program").mkdir()
+    (work / "gold_program" / sa.program_name).write_text(sa.program)
+    proc = subprocess.run(
+        [sys.executable, f"gold_program/{sa.program_name}"], cwd=work, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "pred_results" / "sums.csv").read_text().splitlines() == ["group,value", "a,2.5", "b,5.5"]
+
+
 @pytest.mark.parametrize("idiom", sorted(FILE_IDIOMS))
 def test_file_relative_idioms_mine_rewrite_and_run(tmp_path, idiom):
     repo = tmp_path / "repo"
@@ -155,16 +171,7 @@ def test_file_relative_idioms_mine_rewrite_and_run(tmp_path, idiom):
     assert sa.datasets == ["data/obs.csv"] and sa.outputs == ["pred_results/sums.csv"]
     # the rewritten program runs in the task layout (cwd = task folder, program elsewhere) and
     # reads datasets/<repo path>, whatever __file__ now is
-    work = tmp_path / "task"
-    (work / "datasets" / "data").mkdir(parents=True)
-    (work / "datasets" / "data" / "obs.csv").write_text(DATA)
-    (work / "gold_program").mkdir()
-    (work / "gold_program" / sa.program_name).write_text(sa.program)
-    proc = subprocess.run(
-        [sys.executable, f"gold_program/{sa.program_name}"], cwd=work, capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert (work / "pred_results" / "sums.csv").read_text().splitlines() == ["group,value", "a,2.5", "b,5.5"]
+    _run_in_task_layout(tmp_path / "task", sa, "data/obs.csv", pred_results=False)
 
 
 def test_notebook_measured_by_code_not_outputs(tmp_path):
@@ -339,17 +346,7 @@ def test_author_machine_folders_with_a_trailing_separator_and_a_file_only_in_ano
     assert any(w.startswith("ambiguous input line 5") for w in c.warnings)
     sa = make_standalone(c, repo)
     assert sa.outputs == ["pred_results/sums.csv"]
-    work = tmp_path / "task"
-    (work / "datasets" / "Demos" / "stroop" / "data").mkdir(parents=True)
-    (work / "datasets" / "Demos" / "stroop" / "data" / "all.csv").write_text(DATA)
-    (work / "pred_results").mkdir()  # the runtime layout has it (empty)
-    (work / "gold_program").mkdir()
-    (work / "gold_program" / sa.program_name).write_text(sa.program)
-    proc = subprocess.run(
-        [sys.executable, f"gold_program/{sa.program_name}"], cwd=work, capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert (work / "pred_results" / "sums.csv").read_text().splitlines() == ["group,value", "a,2.5", "b,5.5"]
+    _run_in_task_layout(tmp_path / "task", sa, "Demos/stroop/data/all.csv")
 
 
 def test_a_script_saved_with_a_utf8_bom_is_mined(tmp_path):
