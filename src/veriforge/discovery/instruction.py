@@ -27,7 +27,7 @@ from typing import Any
 
 from veriforge.discovery.evalsynth.model import run_sync
 from veriforge.discovery.evalsynth.plan import normalize_output, plan_output
-from veriforge.discovery.progops import instruction_coverage, operation_steps
+from veriforge.discovery.progops import dotted_name, instruction_coverage, operation_steps
 
 # Calls (last dotted name) -> what a scientist would call the step. Order of appearance in the
 # program decides the order of the sentences.
@@ -104,16 +104,6 @@ ANALYSES: dict[str, str] = {
 }
 
 
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Call):
-        return _dotted(node.func) + "()"
-    return "?"
-
-
 def analysis_steps(program_source: str | None) -> list[str]:
     """The analysis, step by step in plain words, read from the program's calls (in order).
 
@@ -132,7 +122,7 @@ def analysis_steps(program_source: str | None) -> list[str]:
     )
     steps: list[str] = []
     for call in calls:
-        name = _dotted(call.func).split(".")[-1]
+        name = dotted_name(call.func).split(".")[-1]
         phrase = ANALYSES.get(name)
         if phrase is None:
             continue

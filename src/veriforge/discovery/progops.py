@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Operation", "instruction_coverage", "operation_steps", "program_operations"]
+__all__ = ["Operation", "dotted_name", "instruction_coverage", "operation_steps", "program_operations"]
 
 READERS = {
     "read_csv": "table",
@@ -109,18 +109,19 @@ class Operation:
     facts: list[str] = field(default_factory=list)
 
 
-def _name(node: ast.AST) -> str:
+def dotted_name(node: ast.AST) -> str:
+    """``a.b.c`` for an attribute chain, ``f()`` for a call in it, ``?`` for anything else."""
     if isinstance(node, ast.Attribute):
-        return f"{_name(node.value)}.{node.attr}"
+        return f"{dotted_name(node.value)}.{node.attr}"
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Call):
-        return _name(node.func) + "()"
+        return dotted_name(node.func) + "()"
     return "?"
 
 
 def _last(node: ast.AST) -> str:
-    return _name(node).split(".")[-1]
+    return dotted_name(node).split(".")[-1]
 
 
 class _Render(ast.NodeTransformer):
@@ -351,7 +352,7 @@ def _assign(node: ast.Assign, consts: dict[str, Any], add: Any, consumed: set[in
 
 def _call(node: ast.Call, consts: dict[str, Any], add: Any, consumed: set[int]) -> None:
     name = _last(node.func)
-    full = _name(node.func)
+    full = dotted_name(node.func)
     if name in READERS:
         src = (
             node.args[0]
