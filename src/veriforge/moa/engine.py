@@ -337,15 +337,16 @@ class MoAEngine:
     def _routes(self, memory: ReasoningMemory, layer: int, agents: Sequence[AgentConfig],
                 route: Callable[[ReasoningMemory], list[Route]]) -> list[Route]:
         """What each agent of ``layer`` is shown. A fully stored layer keeps the references its traces
-        record; otherwise ``route`` runs over the memory as it was before the layer, so agents resumed
-        after a kill get exactly the references their interrupted call had."""
+        record; otherwise ``route`` runs over the memory. Routing only ever considers traces of earlier
+        layers and ratings of finished reviews, so agents resumed after a kill (with some of their
+        layer's traces already stored) get exactly the references their interrupted call had."""
         stored = [self._stored(memory, layer, k, a) for k, a in enumerate(agents)]
         if all(stored):
             return [Route(agent=a.name or "", refs=list(t[0].references), dropped=list(t[0].dropped))
                     for a, t in zip(agents, stored, strict=True)]
         if layer == 0:
             return [Route(agent=a.name or "") for a in agents]
-        return route(memory.view_before(layer))
+        return route(memory)
 
     async def _propose_layer(
         self, question: str, memory: ReasoningMemory, account: RunAccount, layer: int,
@@ -366,7 +367,7 @@ class MoAEngine:
         batches = await asyncio.gather(*(one(k, a, r) for k, (a, r) in
                                          enumerate(zip(agents, routes, strict=True))))
         traces = [t for batch in batches for t in batch]
-        memory.add(t for t in traces if t.id not in memory)
+        memory.add((t for t in traces if t.id not in memory), persist=False)  # each stored as it came
         return traces
 
     async def _propose(

@@ -183,13 +183,15 @@ class ReasoningMemory:
 
     # ------------------------------------------------------------------- updates
 
-    def add(self, traces: Iterable[Trace]) -> None:
-        """Add traces (one store transaction for the batch)."""
+    def add(self, traces: Iterable[Trace], *, persist: bool = True) -> None:
+        """Add traces (one store transaction for the batch; ``persist=False``: already stored by
+        :meth:`persist`)."""
         batch = list(traces)
         for t in batch:
             self._traces[t.id] = t
         self._sort()
-        self.persist(batch)
+        if persist:
+            self.persist(batch)
 
     def persist(self, traces: Iterable[Trace]) -> None:
         """Write traces to the store only (a layer's agents as each returns; :meth:`add` them later)."""
@@ -209,14 +211,6 @@ class ReasoningMemory:
                 return
             keys[tid] = (1, 0, 0, 0) if m is None else (0, int(m[1]), int(m[2]), int(m[3]))
         self._traces = dict(sorted(self._traces.items(), key=lambda kv: keys[kv[0]]))
-
-    def view_before(self, layer: int) -> ReasoningMemory:
-        """An unpersisted copy holding only proposals of layers before ``layer``, with the same
-        outcomes and ratings: the memory as it was when ``layer`` was routed."""
-        view = ReasoningMemory(self.run_id, None)
-        view._traces = {t.id: t for t in self.proposals() if t.layer < layer}
-        view.outcomes, view.ratings = list(self.outcomes), self.ratings
-        return view
 
     def journal_next(self, request_key: str) -> tuple[str, Any]:
         """The journal key of this occurrence of a request in this attempt, and the answer an earlier
