@@ -218,3 +218,61 @@ def test_a_conflicting_cap_moves_up_to_the_forced_date_not_to_today(tmp_path):
     res = resolve_pins(["eranew", "eradep"], ["eranew", "eradep"], era=era, wheel_dir=str(w), offline=True)
     assert res.pins == ["eradep==1.5", "eranew==3.0"]
     assert "moved to 2022-05-01" in res.era.to_dict()["relaxed"]["eradep"]
+
+
+def test_pypi_index_reads_release_dates_over_http_and_caches_them(tmp_path):
+    """The PyPI JSON API shape over a real local HTTP server (no network): earliest upload time per
+    release, Requires-Python, files, yanked; releases without files skipped; 404 = no releases; a
+    second index reads the on-disk cache without asking again; a server error is one clear error."""
+    import json as _json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from veriforge.discovery.era import PyPIIndex
+    from veriforge.discovery.errors import EnvironmentBuildError
+
+    served: list[str] = []
+    body = {"info": {}, "releases": {
+        "1.0": [{"filename": "demo-1.0.tar.gz", "upload_time_iso_8601": "2019-03-02T10:00:00.000000Z"},
+                {"filename": "demo-1.0-py3-none-any.whl", "upload_time_iso_8601": "2019-03-01T09:00:00.000000Z",
+                 "requires_python": ">=3.6"}],
+        "2.0": [{"filename": "demo-2.0-py3-none-any.whl", "upload_time_iso_8601": "2021-06-01T00:00:00Z",
+                 "yanked": True}],
+        "3.0": [],
+    }}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            served.append(self.path)
+            if self.path == "/pypi/demo/json":
+                data, status = _json.dumps(body).encode(), 200
+            elif self.path == "/pypi/broken/json":
+                data, status = b"oops", 500
+            else:
+                data, status = b"{}", 404
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/pypi/{{name}}/json"
+        index = PyPIIndex(cache=tmp_path / "cache", url=url)
+        releases = {r.version: r for r in index.releases("Demo")}
+        assert set(releases) == {"1.0", "2.0"}  # 3.0 has no files
+        assert releases["1.0"].uploaded.isoformat().startswith("2019-03-01T09:00")  # earliest file
+        assert releases["1.0"].requires_python == ">=3.6" and len(releases["1.0"].files) == 2
+        assert releases["2.0"].yanked and not releases["1.0"].yanked
+        assert index.releases("missing") == []
+        with pytest.raises(EnvironmentBuildError, match="answered 500 for broken"):
+            index.releases("broken")
+        asked = len(served)
+        again = PyPIIndex(cache=tmp_path / "cache", url=url).releases("demo")
+        assert {r.version for r in again} == {"1.0", "2.0"} and len(served) == asked  # from the disk cache
+    finally:
+        server.shutdown()
