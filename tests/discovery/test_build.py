@@ -55,7 +55,11 @@ def test_fixture_repos_build_at_least_four_validated_tasks(built):
         "numpy_sim__simulate_diffusion",
         "stats_analysis__notebooks_site_summary",
         "stats_analysis__scripts_compare_treatments",
+        "stats_analysis__scripts_standardized_heights",  # with the repository's growthlib vendored
     ]
+    heights = out / "stats_analysis__scripts_standardized_heights"
+    assert (heights / "lib" / "growthlib" / "utils.py").is_file()
+    assert 'load_trial("datasets/data/plant_growth.csv")' in next((heights / "gold_program").iterdir()).read_text()
     for name in tasks:
         d = out / name
         task = json.loads((d / "task.json").read_text())

@@ -27,8 +27,17 @@ from typing import Any
 
 from veriforge.core.hashing import canonical_json, content_hash
 from veriforge.discovery.errors import DiscoveryError, EnvironmentBuildError, RewriteError
+from veriforge.discovery.localmods import helper_summary
 from veriforge.discovery.mine import Candidate, MineConfig, MineResult, mine_repository
-from veriforge.discovery.package import copy_datasets, dockerfile, subtask_categories, task_json, write_json
+from veriforge.discovery.package import (
+    copy_datasets,
+    copy_local_modules,
+    dockerfile,
+    lib_record,
+    subtask_categories,
+    task_json,
+    write_json,
+)
 from veriforge.discovery.repo import open_repository
 
 __all__ = ["STAGES", "BuildConfig", "BuildReport", "TaskOutcome", "build_tasks"]
@@ -259,7 +268,12 @@ class _TaskBuilder:
         self.dir = out / cand.instance_id
         self.outcome = TaskOutcome(cand.instance_id, cand.path, "failed", task_dir=str(self.dir))
         self.state: dict[str, Any] = {}
-        self.fp = content_hash(cand.source, json.dumps(cand.datasets), str(repo_root))
+        self.fp = content_hash(
+            cand.source,
+            json.dumps(cand.datasets),
+            str(repo_root),
+            json.dumps([m["sha256"] for m in cand.local_modules]),
+        )
 
     # -- driver ---------------------------------------------------------------------------------
     def run(self) -> TaskOutcome:
@@ -376,7 +390,8 @@ class _TaskBuilder:
         (self.dir / "gold_program").mkdir(parents=True)
         (self.dir / "gold_program" / sa.program_name).write_text(sa.program, encoding="utf-8")
         copy_datasets(self.repo_root, sa.datasets, self.dir)
-        return sa.to_dict() | {"program": None}
+        copy_local_modules(self.repo_root, self.cand.local_modules, self.dir)
+        return sa.to_dict() | {"program": None, "local_modules": self.cand.local_modules}
 
     def env(self) -> dict[str, Any]:
         from veriforge.discovery.deps import resolve_requirements
@@ -386,6 +401,7 @@ class _TaskBuilder:
         index = RepoIndex(self.repo_root)
         script_dir = str(Path(self.cand.path).parent).replace(".", "") if "/" in self.cand.path else ""
         local = {m for m in self.cand.imports if index.is_local_module(m, script_dir)}
+        local |= {m["name"] for m in self.cand.local_modules}
         calls = [r["call"] for r in self.cand.reads + self.cand.writes]
         reqs = resolve_requirements(self.cand.imports, self.repo_root, calls=calls, local_modules=local)
         imports = [m for m in self.cand.imports if m not in local and _third_party(m)]
@@ -497,6 +513,7 @@ class _TaskBuilder:
             "domain": self.cfg.domain,
             "github_name": self.github_name,
             "src_file_or_path": self.cand.path,
+            "helpers": helper_summary(self.dir, self.cand.local_modules),
         }
 
     def instruction(self) -> dict[str, Any]:
@@ -553,11 +570,14 @@ class _TaskBuilder:
                 "era": env.get("era"),
                 "repairs": self.state["gold"].get("repairs", []),
                 "ambiguous_inputs": self.cand.ambiguous_inputs,
+                "lib": lib_record(self.cand.local_modules),
             },
         )
         write_json(self.dir / "task.json", data)
         if self.cfg.dockerfile:
-            (self.dir / "Dockerfile").write_text(dockerfile(env["python_version"], sa["program_name"]))
+            (self.dir / "Dockerfile").write_text(
+                dockerfile(env["python_version"], sa["program_name"], lib=bool(self.cand.local_modules))
+            )
         return {"task_json": "task.json"}
 
     def evalcheck(self) -> dict[str, Any]:

@@ -455,8 +455,8 @@ class D3Env:
 
     # ------------------------------------------------------------------ internals
     def _run_program(self, program: str) -> RunOutcome:
-        from veriforge.discovery.goldrun import RUN_ENV
-        from veriforge.discovery.plotrec import is_plotdata, recorder_env
+        from veriforge.discovery.goldrun import copy_lib, program_env
+        from veriforge.discovery.plotrec import is_plotdata
         from veriforge.errors import SandboxError
         from veriforge.sandbox import run
 
@@ -467,11 +467,12 @@ class D3Env:
             work = Path(tmp) / "run"
             work.mkdir()
             shutil.copytree(t.dir / DATASETS, work / DATASETS)
+            copy_lib(t.dir, work)
             (work / PRED).mkdir()
             (work / t.program_name).write_text(program, encoding="utf-8")
             Path(tmp).chmod(0o755)  # the sandbox uid must reach the work folder
             # The plot recorder runs here too, so the agent's figure is judged by its data.
-            env = {**RUN_ENV, "PATH": f"{Path(self.python).parent}:/usr/bin:/bin", **recorder_env(work)}
+            env = program_env(self.python, work)
             try:
                 res = run([self.python, t.program_name], cwd=work, env=env, limits=limits, network=False)
             except SandboxError as exc:

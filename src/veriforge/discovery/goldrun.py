@@ -18,9 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from veriforge.discovery.localmods import LIB_DIR
 from veriforge.discovery.standalone import DATASETS, PRED
 
-__all__ = ["RUN_ENV", "FailureClass", "GoldRun", "classify_failure", "failure_class", "prepare_runtime", "run_gold"]
+__all__ = [
+    "RUN_ENV",
+    "FailureClass",
+    "GoldRun",
+    "classify_failure",
+    "copy_lib",
+    "failure_class",
+    "prepare_runtime",
+    "program_env",
+    "run_gold",
+]
 
 FailureKind = Literal["infrastructure", "program", "machine"]
 
@@ -196,12 +207,34 @@ def classify_failure(
 
 
 def prepare_runtime(task_dir: Path, program_name: str, dest: Path) -> None:
-    """Copy the runtime layout (datasets/, the program, empty pred_results/) of ``task_dir`` to ``dest``."""
+    """Copy the runtime layout (datasets/, lib/, the program, empty pred_results/) of ``task_dir`` to ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     if (task_dir / DATASETS).is_dir():
         shutil.copytree(task_dir / DATASETS, dest / DATASETS, dirs_exist_ok=True)
+    copy_lib(task_dir, dest)
     shutil.copy2(task_dir / "gold_program" / program_name, dest / program_name)
     (dest / PRED).mkdir(exist_ok=True)
+
+
+def copy_lib(task_dir: Path, dest: Path) -> None:
+    """Copy the task's vendored helper modules (``lib/``), if it has any, into a run folder."""
+    if (task_dir / LIB_DIR).is_dir():
+        shutil.copytree(task_dir / LIB_DIR, dest / LIB_DIR, dirs_exist_ok=True)
+
+
+def program_env(python: str | Path, work: Path) -> dict[str, str]:
+    """Environment of one program run in ``work``: :data:`RUN_ENV`, the task interpreter first on
+    ``PATH``, the plot recorder, and ``lib/`` (the vendored helper modules) on ``PYTHONPATH``.
+
+    Every runner (gold, figure rerun, agent) uses this, so a program sees the same imports whoever
+    runs it.
+    """
+    from veriforge.discovery.plotrec import recorder_env
+
+    env = {**RUN_ENV, "PATH": f"{Path(python).parent}:/usr/bin:/bin", **recorder_env(work)}
+    if (work / LIB_DIR).is_dir():
+        env["PYTHONPATH"] = f"{env['PYTHONPATH']}:{work / LIB_DIR}"
+    return env
 
 
 def run_gold(
@@ -215,7 +248,7 @@ def run_gold(
     local_names: set[str] | None = None,
 ) -> GoldRun:
     """Run the task's gold program; on success copy ``pred_results/`` to ``task_dir/gold_results``."""
-    from veriforge.discovery.plotrec import is_plotdata, recorder_env
+    from veriforge.discovery.plotrec import is_plotdata
     from veriforge.sandbox import Limits, run
 
     with tempfile.TemporaryDirectory(prefix="veriforge-gold-") as tmp:
@@ -228,7 +261,7 @@ def run_gold(
         res = run(
             ["python", program_name],
             cwd=work,
-            env={**RUN_ENV, "PATH": f"{Path(python).parent}:/usr/bin:/bin", **recorder_env(work)},
+            env=program_env(python, work),
             limits=limits,
             network=False,
         )

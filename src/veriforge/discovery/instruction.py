@@ -265,6 +265,22 @@ def _output_paragraph(info: dict[str, Any]) -> str:
     return "Save the results as follows:\n" + "\n".join(f"- {o}" for o in outs)
 
 
+def helpers_paragraph(info: dict[str, Any]) -> str:
+    """What the vendored helper modules offer, or "" when the task has none.
+
+    The gold program imports them, so a solver must know they exist and how to call them; the
+    paragraph is appended verbatim to template and model instructions alike.
+    """
+    helpers = info.get("helpers") or []
+    if not helpers:
+        return ""
+    lines = ["The study's own helper modules are importable as they are (folder `lib/`, already on the import path):"]
+    for h in helpers:
+        api = "; ".join(h.get("api") or []) or "see `lib/`"
+        lines.append(f"- `import {h['module']}`: {api}")
+    return "\n".join(lines)
+
+
 def template_instruction(info: dict[str, Any]) -> str:
     """The deterministic instruction: inputs, analysis in plain words, exact outputs."""
     inputs = list(info.get("inputs") or input_files(info.get("program_source"), info.get("datasets_dir")))
@@ -292,7 +308,8 @@ def template_instruction(info: dict[str, Any]) -> str:
         body += "\nDo exactly the following, in this order (column names in backticks):\n" + "\n".join(
             f"{i}. {op}." for i, op in enumerate(ops, 1)
         )
-    return f"{first[0].upper()}{first[1:]} {body}\n{_output_paragraph(info)}"
+    helpers = helpers_paragraph(info)
+    return f"{first[0].upper()}{first[1:]} {body}\n{_output_paragraph(info)}" + (f"\n{helpers}" if helpers else "")
 
 
 PROMPT = """You are a {domain}scientist writing a task for a research assistant. The assistant will write
@@ -346,7 +363,8 @@ async def write_instruction_async(info: dict[str, Any], client: Any = None) -> s
     cov = instruction_coverage(text, info.get("program_source"))
     if cov["missing"]:
         text += "\nDetails of the analysis to follow exactly:\n" + "\n".join(f"- {m}." for m in cov["missing"])
-    return text
+    helpers = helpers_paragraph(info)
+    return f"{text}\n{helpers}" if helpers else text
 
 
 def write_instruction(info: dict[str, Any], client: Any = None) -> str:

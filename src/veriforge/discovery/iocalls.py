@@ -9,12 +9,13 @@ others are kept as *unresolved* so the miner can say why a program was not built
 from __future__ import annotations
 
 import ast
+import posixpath
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from veriforge.discovery.pathexpr import PathEvaluator, PathValue
 
-__all__ = ["Analysis", "IORef", "analyse", "entry_kind", "top_level_imports"]
+__all__ = ["Analysis", "IORef", "analyse", "entry_kind", "is_main_guard", "top_level_imports"]
 
 Role = Literal["read", "write", "mkdir"]
 
@@ -81,6 +82,14 @@ WRITE_CALLS = frozenset(
     }
 )
 RECEIVER_READS = frozenset({"read_text", "read_bytes"})
+# Calls that read a folder's listing: ``os.listdir("models")``, ``glob.glob("data/*.csv")``,
+# ``Path("data").glob("*.csv")``. The program then opens what it found, by names unknown here, so
+# the whole folder is the dataset. Matched on the dotted name: ``ast.walk`` is no listing.
+LISTING_CALLS = frozenset(
+    {"os.listdir", "listdir", "os.scandir", "scandir", "os.walk", "glob.glob", "glob.iglob", "glob", "iglob"}
+)
+RECEIVER_LISTINGS = frozenset({"iterdir", "glob", "rglob"})
+WILDCARDS = ("*", "?", "[")
 RECEIVER_WRITES = frozenset({"write_text", "write_bytes"})
 OPENERS = frozenset({"open", "File"})  # builtin/io/gzip/codecs open, PIL Image.open, h5py.File
 MKDIRS = frozenset({"makedirs", "mkdir"})
@@ -113,6 +122,33 @@ class IORef:
     value: str | None
     node: ast.AST | None = field(default=None, repr=False, compare=False)
     path: PathValue | None = field(default=None, repr=False, compare=False)
+    # a folder listing or glob pattern (``value`` may hold wildcards): the dataset is the folder
+    listing: bool = field(default=False, compare=False)
+    # a read whose path is not known as a whole but starts with a known part
+    # ('models' + os.sep + name): see :meth:`PathEvaluator.leading` and :meth:`as_folder_read`
+    prefix: PathValue | None = field(default=None, repr=False, compare=False)
+
+    def as_folder_read(self) -> IORef | None:
+        """This partly known read as a read of the folder its known prefix names (the caller
+        checks that the prefix is a folder of the repository), or None."""
+        if self.value is not None or self.prefix is None or not self.prefix.value.strip("./"):
+            return None
+        return IORef(self.role, self.call, self.line, self.prefix.value, self.node, self.prefix, listing=True)
+
+    @property
+    def folder(self) -> str | None:
+        """The folder a listing reads: ``value`` up to its first wildcard component."""
+        if self.value is None:
+            return None
+        if not self.listing:
+            return self.value
+        parts = self.value.split("/")
+        keep = []
+        for part in parts:
+            if any(w in part for w in WILDCARDS):
+                break
+            keep.append(part)
+        return "/".join(keep)
 
     def to_dict(self) -> dict[str, object]:
         return {"role": self.role, "call": self.call, "line": self.line, "value": self.value}
@@ -186,11 +222,34 @@ def _path_arg(
     return (candidates[0] if candidates else None), None
 
 
-def _classify(ev: PathEvaluator, call: ast.Call) -> IORef | None:
+def _classify(ev: PathEvaluator, call: ast.Call, extra: dict[str, list[Any]] | None = None) -> IORef | None:
     func = call.func
     name = _call_name(func)
     attr = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
     line = call.lineno
+    if extra and name in extra:
+        # a helper function of the repository that passes this argument to a read/write call
+        position, keyword, role = extra[name]
+        node: ast.AST | None = call.args[position] if len(call.args) > position else None
+        for kw in call.keywords:
+            if kw.arg == keyword:
+                node = kw.value
+        if node is None:
+            return None
+        pv = ev.evaluate(node)
+        return IORef(role, name, line, pv.value if pv else None, node, pv)
+    if name in LISTING_CALLS and (isinstance(func, ast.Name) or name.startswith(("os.", "glob."))):
+        node, pv = _path_arg(ev, call, (0,), strict=False)
+        if pv is None or pv.value.strip("./") == "":
+            return None  # a listing of the working folder itself is no dataset
+        return IORef("read", name, line, pv.value, node, pv, listing=True)
+    if attr in RECEIVER_LISTINGS and isinstance(func, ast.Attribute):
+        pv = ev.evaluate(func.value)  # Path("data").glob("*.csv"): the receiver is the folder
+        if pv is None or pv.value.strip("./") == "":
+            return None
+        pattern = ev.evaluate(call.args[0]) if call.args else None
+        value = pv.value if attr == "iterdir" or pattern is None else posixpath.join(pv.value, pattern.value)
+        return IORef("read", name, line, value, func.value, pv, listing=True)
     if attr in RECEIVER_READS | RECEIVER_WRITES and isinstance(func, ast.Attribute):
         pv = ev.evaluate(func.value)
         role: Role = "read" if attr in RECEIVER_READS else "write"
@@ -244,7 +303,7 @@ def top_level_imports(tree: ast.Module) -> tuple[list[str], bool]:
     return sorted(names), relative
 
 
-def _is_main_guard(stmt: ast.stmt) -> bool:
+def is_main_guard(stmt: ast.stmt) -> bool:
     if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Compare):
         return False
     parts = [stmt.test.left, *stmt.test.comparators]
@@ -334,22 +393,34 @@ def _is_code(stmt: ast.stmt) -> bool:
 
 def entry_kind(tree: ast.Module) -> str | None:
     """``"main_guard"``, ``"top_level"`` (script body does work) or None (definitions only)."""
-    if any(_is_main_guard(s) for s in tree.body):
+    if any(is_main_guard(s) for s in tree.body):
         return "main_guard"
     if any(_is_code(s) for s in tree.body):
         return "top_level"
     return None
 
 
-def analyse(source: str, file_path: str | None = None, tree: ast.Module | None = None) -> Analysis:
-    """Analyse ``source`` (raises SyntaxError when it does not parse)."""
+def analyse(
+    source: str,
+    file_path: str | None = None,
+    tree: ast.Module | None = None,
+    extra_calls: dict[str, list[Any]] | None = None,
+) -> Analysis:
+    """Analyse ``source`` (raises SyntaxError when it does not parse).
+
+    ``extra_calls``: call names (as written in this module, ``load_trial`` or ``aux.load_trial``)
+    of repository helper functions that read or write the path given as one of their arguments,
+    ``name -> [position, keyword, role]`` (see :func:`veriforge.discovery.localmods.helper_io_calls`).
+    """
     tree = tree or ast.parse(source)
     ev = PathEvaluator(tree, file_path=file_path)
     refs: list[IORef] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            ref = _classify(ev, node)
+            ref = _classify(ev, node, extra_calls)
             if ref is not None:
+                if ref.value is None and ref.role == "read" and ref.node is not None:
+                    ref.prefix = ev.leading(ref.node)
                 refs.append(ref)
     refs.sort(key=lambda r: (r.line, r.role))
     imports, relative = top_level_imports(tree)

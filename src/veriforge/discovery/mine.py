@@ -2,8 +2,10 @@
 
 A candidate is a Python script or notebook that (a) has an entry point (a ``__main__`` guard or a
 script body that does work), (b) reads at least one dataset that exists in the repository and none
-that does not, (c) writes at least one output, and (d) does not depend on the repository's own
-modules (the task folder carries one standalone program). Tests, packaging scripts, package
+that does not, and (c) writes at least one output. Repository-local modules it imports are
+vendored with the task (their transitive closure, see :mod:`veriforge.discovery.localmods`) unless
+they are too large or do fixed-path I/O of their own; relative imports (a module inside a package)
+are refused. Tests, packaging scripts, package
 ``__init__`` files, oversized and unparsable files are skipped before analysis; a file *named* like
 a test (``t_test.py``) is only skipped when its content is test code (see :func:`is_test_module`),
 and a notebook's size is that of its code cells. When a model client
@@ -22,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from veriforge.discovery.iocalls import Analysis, IORef, analyse, top_level_imports
+from veriforge.discovery.localmods import helper_io_calls, local_closure
 from veriforge.discovery.notebook import NotebookError, notebook_code_size, notebook_to_script
 from veriforge.discovery.pathexpr import SCRIPT_DIR
 
@@ -108,6 +111,12 @@ class Candidate:
     # inputs whose name matched several repository files: {"line", "call", "value", "chosen",
     # "alternatives", "rule"} -- the choice is explicit and reported, never silently alphabetical
     ambiguous_inputs: list[dict[str, Any]] = field(default_factory=list)
+    # repository-local helper modules the program imports (transitively), vendored under lib/:
+    # LocalModule dicts {"name", "path", "dest", "sha256", "size"} (see discovery.localmods)
+    local_modules: list[dict[str, Any]] = field(default_factory=list)
+    # program call name -> [position, keyword, role] of helper functions that read/write the path
+    # they are given (localmods.helper_io_calls): their arguments are rewritten like open()'s
+    helper_io: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -171,6 +180,10 @@ class RepoIndex:
                 rel = posixpath.join(rel_dir, f)
                 self.files.add(rel)
                 self.by_name.setdefault(f, []).append(rel)
+
+    def is_folder(self, rel: str | None) -> bool:
+        """Whether ``rel`` is a folder of the repository other than its root."""
+        return bool(rel) and rel in self.dirs
 
     def exists(self, rel: str) -> bool:
         return rel in self.files or rel in self.dirs
@@ -333,17 +346,28 @@ def _describe(ref: IORef) -> str:
 
 
 def _judge(
-    rel: str, kind: str, source: str, an: Analysis, index: RepoIndex, cfg: MineConfig, repo_name: str
+    rel: str,
+    kind: str,
+    source: str,
+    tree: ast.Module,
+    an: Analysis,
+    index: RepoIndex,
+    cfg: MineConfig,
+    repo_name: str,
 ) -> Candidate | str:
     """A candidate, or the reason ``rel`` is not one."""
     script_dir = posixpath.dirname(rel)
     if an.entry is None:
         return "library/utility module: definitions only, no entry point"
-    local = [m for m in an.imports if index.is_local_module(m, script_dir)]
     if an.relative_imports:
-        local.append("(relative import)")
-    if local:
-        return f"imports repository-local module(s) {', '.join(sorted(set(local)))}: not a standalone program"
+        return "uses relative imports: part of a package, not a standalone program"
+    closure = local_closure(index, rel, tree, an.imports)
+    if isinstance(closure, str):
+        return closure
+    local_modules, helper_imports = closure
+    helper_io = helper_io_calls(index, [m.to_dict() for m in local_modules], tree) if local_modules else {}
+    if helper_io:  # load_trial("data/x.csv"): the helper reads what the program names
+        an = analyse(source, file_path=str(index.root / rel), tree=tree, extra_calls=helper_io)
     remote = [r for r in an.refs if r.value and REMOTE.match(r.value) and r.role == "read"]
     if remote:
         return f"reads remote data ({_describe(remote[0])}); tasks must not need the network"
@@ -355,14 +379,26 @@ def _judge(
     ambiguous: list[dict[str, Any]] = []
     for ref in an.reads:
         if ref.value is None:
-            unresolved.append(ref)
-            continue
+            # 'models' + os.sep + name: a read from the folder the known prefix names, if it is one
+            folder = ref.as_folder_read()
+            if folder is None or not index.is_folder(index.locate(folder.value or "", script_dir)):
+                unresolved.append(ref)
+                continue
+            ref = folder
         if posixpath.normpath(ref.value) in written:
             continue  # reads back its own output
-        res = index.resolve(ref.value, script_dir, prefer_script_dir=kind == "notebook")
+        target = ref.folder or ref.value
+        if ref.listing and any(w == target or w.startswith(target.rstrip("/") + "/") for w in written):
+            continue  # lists a folder it writes to itself
+        res = index.resolve(target, script_dir, prefer_script_dir=kind == "notebook")
         found = res.path
+        if ref.listing and found == "":
+            continue  # a listing of the script's own folder or the repository root is no dataset
         if found is None or found == "":
             missing.append(ref)
+            continue
+        if ref.listing and found not in index.dirs:
+            missing.append(ref)  # a "folder" that is a file: the program's path means something else
             continue
         if found.endswith((".py", ".ipynb")):
             continue
@@ -413,9 +449,12 @@ def _judge(
         datasets=sorted(datasets),
         reads=reads,
         writes=writes,
-        imports=an.imports,
+        # what the environment must install: the program's and its helpers' imports, minus the helpers
+        imports=sorted((set(an.imports) | set(helper_imports)) - {m.name for m in local_modules}),
         warnings=warnings,
         ambiguous_inputs=ambiguous,
+        local_modules=[m.to_dict() for m in local_modules],
+        helper_io=helper_io,
     )
 
 
@@ -457,7 +496,7 @@ def mine_repository(
                 continue
         file_path = str(index.root / rel)
         an = analyse(source, file_path=file_path, tree=tree)
-        outcome = _judge(rel, kind, source, an, index, cfg, repo_name)
+        outcome = _judge(rel, kind, source, tree, an, index, cfg, repo_name)
         if isinstance(outcome, str):
             skipped.append(Skip(rel, outcome))
             continue

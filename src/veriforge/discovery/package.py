@@ -11,7 +11,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCHEMA_VERSION", "copy_datasets", "dockerfile", "subtask_categories", "task_json", "write_json"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "copy_datasets",
+    "copy_local_modules",
+    "dockerfile",
+    "lib_record",
+    "subtask_categories",
+    "task_json",
+    "write_json",
+]
 
 SCHEMA_VERSION = 1
 
@@ -45,6 +54,42 @@ def copy_datasets(repo_root: Path, datasets: list[str], task_dir: Path) -> None:
             shutil.copytree(src, dst, dirs_exist_ok=True)
         else:
             shutil.copy2(src, dst)
+
+
+def copy_local_modules(repo_root: Path, modules: list[dict[str, Any]], task_dir: Path) -> None:
+    """Vendor the program's repository-local modules into ``task_dir/lib/`` (replacing any old copy).
+
+    A file whose content no longer matches the hash recorded at mining time is refused: the task
+    would otherwise ship code that was never analysed.
+    """
+    import hashlib
+
+    from veriforge.discovery.errors import DiscoveryError
+    from veriforge.discovery.localmods import LIB_DIR
+
+    lib = task_dir / LIB_DIR
+    shutil.rmtree(lib, ignore_errors=True)
+    for mod in modules:
+        raw = (repo_root / mod["path"]).read_bytes()
+        if hashlib.sha256(raw).hexdigest() != mod["sha256"]:
+            raise DiscoveryError(f"{mod['path']} changed since it was mined; mine the repository again")
+        dst = lib / mod["dest"]
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_bytes(raw)
+
+
+def lib_record(modules: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``task.json`` ``veriforge.lib``: where the vendored modules are and where each came from."""
+    if not modules:
+        return None
+    from veriforge.discovery.localmods import LIB_DIR
+
+    return {
+        "dir": LIB_DIR,
+        "pythonpath": True,
+        "modules": sorted({m["name"] for m in modules}),
+        "files": [{"dest": m["dest"], "source": m["path"], "sha256": m["sha256"]} for m in modules],
+    }
 
 
 def subtask_categories(imports: list[str], outputs: list[str]) -> str:
@@ -106,8 +151,9 @@ def task_json(
     }
 
 
-def dockerfile(python_version: str, program_name: str) -> str:
-    """A Dockerfile reproducing the task environment from the lock (optional artefact)."""
+def dockerfile(python_version: str, program_name: str, lib: bool = False) -> str:
+    """A Dockerfile reproducing the task environment from the lock (optional artefact); ``lib``:
+    the task vendors helper modules, which go on ``PYTHONPATH`` as in every veriforge run."""
     major_minor = ".".join(python_version.split(".")[:2]) or "3.11"
     return (
         f"FROM python:{major_minor}-slim\n"
@@ -115,7 +161,8 @@ def dockerfile(python_version: str, program_name: str) -> str:
         "COPY env/requirements.lock /task/env/requirements.lock\n"
         "RUN pip install --no-cache-dir -r /task/env/requirements.lock\n"
         "COPY datasets /task/datasets\n"
-        "RUN mkdir -p /task/pred_results\n"
+        + ("COPY lib /task/lib\nENV PYTHONPATH=/task/lib\n" if lib else "")
+        + "RUN mkdir -p /task/pred_results\n"
         "ENV MPLBACKEND=Agg OMP_NUM_THREADS=1 PYTHONHASHSEED=0\n"
         f'CMD ["python", "{program_name}"]\n'
     )

@@ -185,6 +185,51 @@ class PathEvaluator:
             return self._call(node, d)
         return None
 
+    def leading(self, node: ast.AST | None, depth: int = 0) -> PathValue | None:
+        """The statically known *leftmost part* of a path expression that is not known as a whole.
+
+        ``'models' + os.sep + name``, ``os.path.join(DATA, f)``, ``DATA / name`` and a variable
+        assigned one of those all start with a folder the program reads from; this returns that
+        part (with its provenance chain, so it can be rewritten), or None. Only prefixes that
+        end a path component are useful, which the caller checks against the repository.
+        """
+        if node is None or depth > _MAX_DEPTH:
+            return None
+        known = self.evaluate(node)
+        if known is not None:
+            return known
+        d = depth + 1
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Div):
+            return self.leading(node.left, d)
+        if isinstance(node, ast.Call) and node.args:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in ("join", "Path", "PurePath", "str", "abspath", "realpath", "normpath", "fspath"):
+                return self.leading(node.args[0], d)
+            if name == "joinpath" and isinstance(func, ast.Attribute):
+                return self.leading(func.value, d)
+            return None
+        if isinstance(node, ast.Name):
+            expr = self._single_assignment(node)
+            return self.leading(expr, d) if expr is not None else None
+        return None
+
+    def _single_assignment(self, node: ast.Name) -> ast.expr | None:
+        """The one expression ``node`` can hold here (nearest earlier assignment in its own scope,
+        or the only assignment in an enclosing one), else None."""
+        fn = self._fn_of.get(node)
+        while True:
+            defs = self._scopes.assigns.get(fn, {}).get(node.id)
+            if defs:
+                if fn is self._fn_of.get(node):
+                    before = [e for line, e in defs if line < getattr(node, "lineno", 0)]
+                    if before:
+                        return before[-1]
+                return defs[0][1] if len(defs) == 1 else None
+            if fn is None or node.id in self._scopes.params.get(fn, {}):
+                return None
+            fn = self._fn_of.get(fn)
+
     def _percent(self, node: ast.BinOp, depth: int) -> PathValue | None:
         """``"%s/x.csv" % DATA`` and ``"%s/%s" % (A, B)``: printf-style formatting of known strings."""
         template = self.evaluate(node.left, depth)

@@ -156,7 +156,7 @@ def rerun_and_mark(
     """
     import tempfile
 
-    from veriforge.discovery.goldrun import RUN_ENV, prepare_runtime
+    from veriforge.discovery.goldrun import prepare_runtime, program_env
     from veriforge.sandbox import Limits, run
 
     gold = task_dir / "gold_results"
@@ -167,8 +167,7 @@ def rerun_and_mark(
         prepare_runtime(task_dir, program_name, work)
         Path(tmp).chmod(0o755)
         limits = Limits(timeout_s=timeout_s, cpu_s=timeout_s * 2, memory_mb=memory_mb, max_procs=256)
-        env = {**RUN_ENV, "PATH": f"{Path(python).parent}:/usr/bin:/bin", **recorder_env(work)}
-        res = run(["python", program_name], cwd=work, env=env, limits=limits, network=False)
+        res = run(["python", program_name], cwd=work, env=program_env(python, work), limits=limits, network=False)
         if not res.ok:
             return {"rerun_failed": f"{res.status}, exit {res.exit_code}"}
         return mark_unstable(gold, work / "pred_results")

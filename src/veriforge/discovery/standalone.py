@@ -189,13 +189,21 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
     """Rewrite ``candidate`` deterministically (raises :class:`RewriteError` when it cannot)."""
     index = RepoIndex(Path(repo_root))
     script_dir = posixpath.dirname(candidate.path)
-    an = analyse(candidate.source, file_path=str(index.root / candidate.path))
+    an = analyse(
+        candidate.source, file_path=str(index.root / candidate.path), extra_calls=candidate.helper_io or None
+    )
     written = {_norm(w.value) for w in an.writes if w.value}
     reads: list[tuple[IORef, str]] = []
     for ref in an.reads:
-        if ref.value is None or _norm(ref.value) in written:
+        if ref.value is None:
+            # 'models' + os.sep + name: the known folder part is rewritten, if it is a repository folder
+            folder = ref.as_folder_read()
+            if folder is None or not index.is_folder(index.locate(folder.value or "", script_dir)):
+                continue
+            ref = folder
+        if _norm(ref.value or "") in written:
             continue
-        found = index.locate(ref.value, script_dir, prefer_script_dir=candidate.kind == "notebook")
+        found = index.locate(ref.folder or ref.value, script_dir, prefer_script_dir=candidate.kind == "notebook")
         if found and not found.endswith((".py", ".ipynb")):
             reads.append((ref, found))
     writes = [w for w in an.writes if w.value]
@@ -230,7 +238,11 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
         tail = _tail(ref.value or "", old)
         if tail is None:
             raise RewriteError(f"line {ref.line} {ref.call}: cannot relate {ref.value!r} to {old!r}")
-        if tail == "":
+        if tail == "" and ref.listing:
+            # the node holds the whole pattern ("../data/*.csv"): keep the pattern after the folder
+            pattern = _tail(ref.value or "", ref.folder or "")
+            point_rel = posixpath.join(found, pattern) if pattern else found
+        elif tail == "":
             point_rel = found
         elif found == tail or found.endswith("/" + tail):
             point_rel = found[: len(found) - len(tail)].rstrip("/")

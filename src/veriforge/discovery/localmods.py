@@ -1,0 +1,312 @@
+"""Repository-local helper modules a candidate imports, vendored into its task.
+
+Research analyses routinely keep shared code next to the scripts (``analysis_aux.py``, a ``utils/``
+or ``rules/`` package, a plotting-style module). Refusing every such script lost a third of the
+candidates in the yield survey (issue 18), so the miner now resolves the *transitive* closure of
+local imports and the task carries those modules under ``lib/`` (on ``PYTHONPATH`` whenever a
+program of the task runs: gold, validation, agent).
+
+Only modules that are safe to ship unchanged are vendored. The closure is refused, with the reason,
+when a module cannot be found (``import x`` of a name that is neither installed nor in the
+repository is a program error the gold run would only report later), when it is larger than a
+bound (generated code or a vendored library: the task would no longer be about the analysis), or
+when a helper reads or writes a *fixed* path: the rewrite that redirects the program to
+``datasets/`` and ``pred_results/`` only touches the program, so a helper opening
+``../data/x.csv`` itself would read outside the task. Paths a helper receives as arguments are
+fine -- they come from the rewritten program.
+
+Where Python would look is modelled the way the program runs from its own folder: the script's
+folder first, then the repository root and ``src/``, plus folders the code itself adds with
+``sys.path.append``/``insert`` of a statically known path (``sys.path.append('../experiment')``,
+``Path(__file__).resolve().parent.parent``).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import posixpath
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from veriforge.discovery.iocalls import analyse, is_main_guard, top_level_imports
+from veriforge.discovery.pathexpr import SCRIPT_DIR, PathEvaluator
+
+if TYPE_CHECKING:
+    from veriforge.discovery.mine import RepoIndex
+
+__all__ = [
+    "LIB_DIR",
+    "LocalModule",
+    "extra_sys_paths",
+    "helper_api",
+    "helper_io_calls",
+    "helper_summary",
+    "local_closure",
+]
+
+LIB_DIR = "lib"
+"""Folder of a task (and of every run's working directory) that holds the vendored modules."""
+
+MAX_BYTES = 1_000_000
+MAX_FILES = 64
+
+
+@dataclass(frozen=True)
+class LocalModule:
+    """One vendored file: its repository path and where it goes under ``lib/``."""
+
+    name: str  # top-level import name ("analysis_aux", "rules")
+    path: str  # repository-relative source file
+    dest: str  # path under lib/ ("analysis_aux.py", "rules/__init__.py")
+    sha256: str
+    size: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _sys_path_calls(tree: ast.Module) -> list[ast.expr]:
+    """Arguments of ``sys.path.append(X)`` / ``sys.path.insert(i, X)`` anywhere in the module."""
+    out: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        owner = node.func.value
+        if not (isinstance(owner, ast.Attribute) and owner.attr == "path"):
+            continue
+        if not (isinstance(owner.value, ast.Name) and owner.value.id == "sys"):
+            continue
+        if node.func.attr == "append" and node.args:
+            out.append(node.args[0])
+        elif node.func.attr == "insert" and len(node.args) > 1:
+            out.append(node.args[1])
+    return out
+
+
+def extra_sys_paths(tree: ast.Module, index: RepoIndex, rel: str) -> list[str]:
+    """Repository folders the module at ``rel`` adds to ``sys.path`` (statically known ones only).
+
+    A relative path is taken from the module's folder (research scripts are run from where they
+    live), an absolute one is matched into the repository like any other path.
+    """
+    here = posixpath.dirname(rel)
+    ev = PathEvaluator(tree, str(index.root / rel))
+    found: list[str] = []
+    for arg in _sys_path_calls(tree):
+        pv = ev.evaluate(arg)
+        if pv is None:
+            continue
+        value = pv.value.replace(SCRIPT_DIR, str(index.root / here) if here else str(index.root))
+        if value.startswith("/"):
+            root = str(index.root)
+            norm = posixpath.normpath(value)
+            if norm == root:
+                found.append("")
+            elif norm.startswith(root + "/"):
+                found.append(norm[len(root) + 1 :])
+            continue
+        joined = posixpath.normpath(posixpath.join(here, value)) if here else posixpath.normpath(value)
+        if joined == ".":
+            joined = ""
+        if not joined.startswith("..") and (joined == "" or joined in index.dirs):
+            found.append(joined)
+    return found
+
+
+def _find(index: RepoIndex, name: str, bases: list[str]) -> tuple[str, str] | None:
+    """``(base, "module"|"package")`` where ``import name`` would be found, first base first."""
+    for base in bases:
+        stem = posixpath.join(base, name) if base else name
+        if f"{stem}.py" in index.files:
+            return base, "module"
+        if f"{stem}/__init__.py" in index.files:
+            return base, "package"
+    return None
+
+
+def _package_files(index: RepoIndex, pkg_dir: str) -> list[str]:
+    prefix = pkg_dir + "/"
+    return sorted(
+        f
+        for f in index.files
+        if f.startswith(prefix)
+        and f.endswith(".py")
+        and not any(p in ("tests", "test") for p in f[len(prefix) :].split("/")[:-1])
+    )
+
+
+def _main_block_lines(tree: ast.Module) -> set[int]:
+    """Lines of top-level ``if __name__ == "__main__":`` blocks (never run on import)."""
+    lines: set[int] = set()
+    for stmt in tree.body:
+        if is_main_guard(stmt):
+            lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    return lines
+
+
+def _fixed_io(source: str, tree: ast.Module, rel: str, index: RepoIndex) -> str | None:
+    """The first fixed-path read/write a helper module does when imported and called, or None.
+
+    A demo under the helper's own ``__main__`` guard never runs in the task, so it does not count.
+    """
+    an = analyse(source, file_path=str(index.root / rel), tree=tree)
+    demo = _main_block_lines(tree)
+    for ref in an.refs:
+        if ref.value and ref.line not in demo:
+            return f"line {ref.line} {ref.call}({ref.value!r})"
+    return None
+
+
+def local_closure(
+    index: RepoIndex,
+    script_rel: str,
+    tree: ast.Module,
+    imports: list[str],
+    *,
+    max_bytes: int = MAX_BYTES,
+    max_files: int = MAX_FILES,
+) -> tuple[list[LocalModule], list[str]] | str:
+    """The local modules the program at ``script_rel`` needs, and their third-party imports.
+
+    Returns ``(modules, third_party_imports)`` -- empty when the program imports nothing local --
+    or a one-line reason why the closure cannot be vendored.
+    """
+    script_dir = posixpath.dirname(script_rel)
+    bases = [script_dir, "", "src", *extra_sys_paths(tree, index, script_rel)]
+    modules: dict[str, LocalModule] = {}
+    third_party: set[str] = set()
+    seen: set[str] = set()
+    pending = [(name, script_rel) for name in imports]
+    local_names: set[str] = set()
+    total = 0
+    while pending:
+        name, importer = pending.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        hit = _find(index, name, bases)
+        if hit is None:
+            if importer != script_rel:
+                third_party.add(name)  # a helper's import of an installed package
+            continue
+        base, kind = hit
+        local_names.add(name)
+        stem = posixpath.join(base, name) if base else name
+        files = [f"{stem}.py"] if kind == "module" else _package_files(index, stem)
+        for rel in files:
+            raw = (index.root / rel).read_bytes()
+            total += len(raw)
+            if total > max_bytes or len(modules) >= max_files:
+                return (
+                    f"repository-local modules too large to vendor (> {max_bytes // 1000} kB or "
+                    f"> {max_files} files, reached at {rel})"
+                )
+            try:
+                source = raw.decode("utf-8-sig")
+                mod_tree = ast.parse(source)
+            except (UnicodeDecodeError, SyntaxError) as exc:
+                return f"repository-local module {rel} cannot be parsed ({exc.__class__.__name__})"
+            io = _fixed_io(source, mod_tree, rel, index)
+            if io:
+                return f"repository-local module {rel} reads/writes a fixed path ({io}); it cannot be redirected"
+            dest = rel[len(base) + 1 :] if base else rel
+            modules[rel] = LocalModule(name, rel, dest, hashlib.sha256(raw).hexdigest(), len(raw))
+            mod_imports, _relative = top_level_imports(mod_tree)
+            bases.extend(b for b in extra_sys_paths(mod_tree, index, rel) if b not in bases)
+            pending.extend((m, rel) for m in mod_imports if m not in seen)
+    third_party -= local_names
+    return list(modules.values()), sorted(third_party)
+
+
+def helper_api(source: str, limit: int = 12) -> list[str]:
+    """Public functions and classes of a helper module, as ``name(args)`` lines for an instruction
+    (what a solver needs to call it without reading it)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    out: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith("_"):
+            args = [a.arg for a in node.args.posonlyargs + node.args.args]
+            doc = (ast.get_docstring(node) or "").strip().splitlines()
+            out.append(f"{node.name}({', '.join(args)})" + (f": {doc[0]}" if doc else ""))
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            doc = (ast.get_docstring(node) or "").strip().splitlines()
+            out.append(f"class {node.name}" + (f": {doc[0]}" if doc else ""))
+        if len(out) >= limit:
+            out.append("...")
+            break
+    return out
+
+
+def helper_summary(task_dir: Path, modules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per vendored top-level module: its import name and public API (from the copy in ``lib/``)."""
+    by_name: dict[str, list[str]] = {}
+    for mod in modules:
+        api = by_name.setdefault(mod["name"], [])
+        if mod["dest"].endswith(("/__init__.py",)) or mod["dest"] == f"{mod['name']}.py":
+            path = Path(task_dir) / LIB_DIR / mod["dest"]
+            if path.is_file():
+                api.extend(helper_api(path.read_text(encoding="utf-8-sig", errors="replace")))
+    return [{"module": name, "api": api} for name, api in by_name.items()]
+
+
+def _module_dotted(dest: str) -> str:
+    dotted = dest[: -len(".py")].replace("/", ".")
+    return dotted[: -len(".__init__")] if dotted.endswith(".__init__") else dotted
+
+
+def _path_params(source: str, tree: ast.Module) -> dict[str, list[Any]]:
+    """Top-level functions of a helper that hand one of their parameters, unchanged, to a read or
+    write call: ``{"load_trial": [0, "path", "read"]}`` for ``def load_trial(path): return
+    pd.read_csv(path)``."""
+    an = analyse(source, tree=tree)
+    tops = {n: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    out: dict[str, list[Any]] = {}
+    for ref in an.refs:
+        if ref.value is not None or ref.role == "mkdir" or not isinstance(ref.node, ast.Name):
+            continue
+        fn = an.evaluator.function_of(ref.node)
+        if fn not in tops:
+            continue
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]  # type: ignore[union-attr]
+        if ref.node.id in params and fn.name not in out:  # type: ignore[union-attr]
+            out[fn.name] = [params.index(ref.node.id), ref.node.id, ref.role]  # type: ignore[union-attr]
+    return out
+
+
+def helper_io_calls(index: RepoIndex, modules: list[dict[str, Any]], tree: ast.Module) -> dict[str, list[Any]]:
+    """Calls in the program (``tree``) to vendored helper functions that read or write the path
+    they are given, keyed by how the program spells them (``load_trial``, ``aux.load_trial``).
+
+    Without this, ``df = load_trial("data/x.csv")`` would be a program that "reads no dataset",
+    and its path would never be redirected to ``datasets/``.
+    """
+    by_module: dict[str, dict[str, list[Any]]] = {}
+    for mod in modules:
+        if not mod["dest"].endswith(".py"):
+            continue
+        try:
+            source = (index.root / mod["path"]).read_text(encoding="utf-8-sig")
+            by_module[_module_dotted(mod["dest"])] = _path_params(source, ast.parse(source))
+        except (OSError, UnicodeDecodeError, SyntaxError):
+            continue
+    calls: dict[str, list[Any]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                local = alias.asname or alias.name
+                fns = by_module.get(node.module, {})
+                if alias.name in fns:
+                    calls[local] = fns[alias.name]
+                for fn, spec in by_module.get(f"{node.module}.{alias.name}", {}).items():
+                    calls[f"{local}.{fn}"] = spec  # from pkg import utils; utils.load(...)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                prefix = alias.asname or alias.name
+                for fn, spec in by_module.get(alias.name, {}).items():
+                    calls[f"{prefix}.{fn}"] = spec
+    return calls
