@@ -357,3 +357,53 @@ def test_a_script_saved_with_a_utf8_bom_is_mined(tmp_path):
     cands, skipped = _mine(tmp_path)
     assert "bom.py" in cands, skipped
     assert not cands["bom.py"].source.startswith("\ufeff")
+
+
+LISTINGS = """
+    import glob, os
+    import pandas as pd
+    from pathlib import Path
+
+    path = '../data/'
+    frames = [pd.read_csv(f) for f in sorted(glob.glob('../data/obs_*.csv'))]
+    frames += [pd.read_csv(p) for p in sorted(Path('../data').glob('obs_*.csv'))]
+    for m in sorted(os.listdir('models')):
+        model_path = 'models' + os.sep + m
+        frames.append(pd.read_csv(model_path))
+    for n in ('a', 'b'):
+        frames.append(pd.read_csv(path + 'obs_' + n + '.csv'))
+    os.makedirs('out', exist_ok=True)
+    print(os.listdir('.'), os.listdir('out'))
+    pd.concat(frames).groupby('group').value.sum().to_csv('out/sums.csv')
+"""
+
+
+def test_folder_listings_patterns_and_known_folder_prefixes_mine_rewrite_and_run(tmp_path):
+    repo = tmp_path / "repo"
+    _write(repo, "data/obs_a.csv", "group,value\na,1.0\nb,2.0\n")
+    _write(repo, "data/obs_b.csv", "group,value\na,0.5\n")
+    _write(repo, "data/unrelated.txt", "not read\n")
+    _write(repo, "an/models/m1.csv", "group,value\nb,10.0\n")
+    _write(repo, "an/run.py", LISTINGS)
+    cands, skipped = _mine(repo)
+    assert "an/run.py" in cands, skipped
+    cand = cands["an/run.py"]
+    assert cand.datasets == ["an/models", "data"]  # the listed folders; '.' and its own 'out' are not datasets
+    sa = make_standalone(cand, repo)
+    assert 'glob.glob("datasets/data/obs_*.csv")' in sa.program  # the pattern survives the rewrite
+    assert 'Path("datasets/data").glob(' in sa.program
+    assert 'model_path = "datasets/an/models" + os.sep + m' in sa.program
+    assert 'path = "datasets/data/"' in sa.program
+    work = tmp_path / "task"
+    for d in cand.datasets:
+        src = repo / d
+        for f in src.rglob("*"):
+            dst = work / "datasets" / d / f.relative_to(src)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(f.read_bytes())
+    (work / "pred_results").mkdir()
+    (work / sa.program_name).write_text(sa.program)
+    proc = subprocess.run([sys.executable, sa.program_name], cwd=work, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    # a (1 + 0.5) twice from both globs, + a 1.0 + 0.5 from the prefix reads; b 2 twice + 10 + 2
+    assert (work / "pred_results" / "sums.csv").read_text().splitlines() == ["group,value", "a,4.5", "b,16.0"]

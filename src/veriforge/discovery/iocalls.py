@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -128,12 +129,19 @@ class IORef:
     # ('models' + os.sep + name): see :meth:`PathEvaluator.leading` and :meth:`as_folder_read`
     prefix: PathValue | None = field(default=None, repr=False, compare=False)
 
-    def as_folder_read(self) -> IORef | None:
-        """This partly known read as a read of the folder its known prefix names (the caller
-        checks that the prefix is a folder of the repository), or None."""
-        if self.value is not None or self.prefix is None or not self.prefix.value.strip("./"):
+    def as_folder_read(self, is_folder: Callable[[str], bool]) -> IORef | None:
+        """This partly known read as a read of the folder its known prefix names, or None.
+
+        The prefix may end inside a file name (``'../data/obs_' + n``): its folder part is used
+        then. ``is_folder`` says whether a path is a folder of the repository.
+        """
+        if self.value is not None or self.prefix is None:
             return None
-        return IORef(self.role, self.call, self.line, self.prefix.value, self.node, self.prefix, listing=True)
+        value = self.prefix.value
+        for folder in (value, posixpath.dirname(value.rstrip("/")) if not value.endswith("/") else value):
+            if folder.strip("./") and is_folder(folder):
+                return IORef(self.role, self.call, self.line, folder, self.node, self.prefix, listing=True)
+        return None
 
     @property
     def folder(self) -> str | None:

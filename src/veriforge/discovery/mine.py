@@ -380,8 +380,8 @@ def _judge(
     for ref in an.reads:
         if ref.value is None:
             # 'models' + os.sep + name: a read from the folder the known prefix names, if it is one
-            folder = ref.as_folder_read()
-            if folder is None or not index.is_folder(index.locate(folder.value or "", script_dir)):
+            folder = ref.as_folder_read(lambda v: index.is_folder(index.locate(v, script_dir)))
+            if folder is None:
                 unresolved.append(ref)
                 continue
             ref = folder

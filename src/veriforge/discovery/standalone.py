@@ -185,6 +185,12 @@ def apply_replacements(source: str, replacements: list[tuple[ast.AST, str]], pat
     return data.decode("utf-8")
 
 
+def _lists_own_output(ref: IORef, written: set[str]) -> bool:
+    """Whether ``ref`` lists a folder the program itself writes into (``os.listdir('out')``)."""
+    folder = _norm(ref.folder or "") if ref.listing else ""
+    return bool(folder) and any(w == folder or w.startswith(folder.rstrip("/") + "/") for w in written)
+
+
 def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
     """Rewrite ``candidate`` deterministically (raises :class:`RewriteError` when it cannot)."""
     index = RepoIndex(Path(repo_root))
@@ -197,17 +203,18 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
     for ref in an.reads:
         if ref.value is None:
             # 'models' + os.sep + name: the known folder part is rewritten, if it is a repository folder
-            folder = ref.as_folder_read()
-            if folder is None or not index.is_folder(index.locate(folder.value or "", script_dir)):
+            folder = ref.as_folder_read(lambda v: index.is_folder(index.locate(v, script_dir)))
+            if folder is None:
                 continue
             ref = folder
-        if _norm(ref.value or "") in written:
+        if _norm(ref.value or "") in written or _lists_own_output(ref, written):
             continue
         found = index.locate(ref.folder or ref.value, script_dir, prefer_script_dir=candidate.kind == "notebook")
         if found and not found.endswith((".py", ".ipynb")):
             reads.append((ref, found))
     writes = [w for w in an.writes if w.value]
-    mkdirs = [m for m in an.mkdirs if m.value]
+    # a listing of a folder the program writes to is redirected with that folder (like a mkdir)
+    mkdirs = [m for m in an.mkdirs if m.value] + [r for r in an.reads if _lists_own_output(r, written)]
     roles: dict[int, set[str]] = {}
     for ref, _ in reads:
         for node, _v in ref.path.chain:  # type: ignore[union-attr]
@@ -345,7 +352,9 @@ def check_standalone(program: str) -> list[str]:
         return [f"rewritten program does not parse: {exc}"]
     problems = []
     for ref in an.reads:
-        if ref.value and not _norm(ref.value).startswith((DATASETS + "/", PRED + "/")):
+        if ref.value and not (
+            _norm(ref.value) in (DATASETS, PRED) or _norm(ref.value).startswith((DATASETS + "/", PRED + "/"))
+        ):
             problems.append(f"line {ref.line} {ref.call} still reads {ref.value!r}")
     for ref in an.writes:
         if ref.value and not _norm(ref.value).startswith(PRED + "/"):
