@@ -571,6 +571,7 @@ class _TaskBuilder:
                 "repairs": self.state["gold"].get("repairs", []),
                 "ambiguous_inputs": self.cand.ambiguous_inputs,
                 "lib": lib_record(self.cand.local_modules),
+                "source_changes": self.cand.source_changes,
             },
         )
         write_json(self.dir / "task.json", data)

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from veriforge.discovery.display import capture_figures, python2_to_3
 from veriforge.discovery.iocalls import Analysis, IORef, analyse, top_level_imports
 from veriforge.discovery.localmods import helper_io_calls, local_closure
 from veriforge.discovery.notebook import NotebookError, notebook_code_size, notebook_to_script
@@ -77,6 +78,8 @@ PACKAGING_FILES = frozenset(
         "conf.py",
     }
 )
+NO_OUTPUTS = "writes no outputs (prints or shows results only)"
+CAPTURED = "figures it only displays are saved as pred_results/figure_<n>.png (in display order)"
 REMOTE = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 
 
@@ -117,6 +120,9 @@ class Candidate:
     # program call name -> [position, keyword, role] of helper functions that read/write the path
     # they are given (localmods.helper_io_calls): their arguments are rewritten like open()'s
     helper_io: dict[str, list[Any]] = field(default_factory=dict)
+    # how the source differs from the repository's file: Python 2 conversion, displayed figures
+    # saved as outputs (see discovery.display); also in the warnings and task.json
+    source_changes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -354,6 +360,7 @@ def _judge(
     index: RepoIndex,
     cfg: MineConfig,
     repo_name: str,
+    captured: bool = False,
 ) -> Candidate | str:
     """A candidate, or the reason ``rel`` is not one."""
     script_dir = posixpath.dirname(rel)
@@ -423,11 +430,11 @@ def _judge(
             return f"input paths could not be resolved statically ({_describe(unresolved[0])})"
         return "reads no dataset from the repository"
     writes = [w.to_dict() for w in an.writes if w.value]
-    if not writes:
+    if not writes and not captured:
         dynamic = [w for w in an.writes if not w.value]
         if dynamic:  # it does write, to a path built at run time: say so, not "writes no outputs"
             return f"output paths could not be resolved statically ({_describe(dynamic[0])})"
-        return "writes no outputs (prints or shows results only)"
+        return NO_OUTPUTS
     total = sum(index.size(d) for d in datasets)
     if total > cfg.max_dataset_bytes:
         return (
@@ -482,13 +489,19 @@ def mine_repository(
             continue
         try:
             kind, source = load_source(index.root, rel)
-            tree = ast.parse(source)
         except (NotebookError, UnicodeDecodeError) as exc:
             skipped.append(Skip(rel, f"unreadable: {exc}"))
             continue
+        changes: list[str] = []
+        try:
+            tree = ast.parse(source)
         except SyntaxError as exc:
-            skipped.append(Skip(rel, f"cannot parse (line {exc.lineno}: {exc.msg}; Python 2 code?)"))
-            continue
+            converted = python2_to_3(source)
+            if converted is None:
+                skipped.append(Skip(rel, f"cannot parse (line {exc.lineno}: {exc.msg}; not Python 2 either)"))
+                continue
+            source, tree = converted, ast.parse(converted)
+            changes.append(f"converted from Python 2 by the 2to3 fixers (line {exc.lineno}: {exc.msg})")
         if _test_named(posixpath.basename(rel)):
             why = is_test_module(tree)
             if why:
@@ -497,6 +510,16 @@ def mine_repository(
         file_path = str(index.root / rel)
         an = analyse(source, file_path=file_path, tree=tree)
         outcome = _judge(rel, kind, source, tree, an, index, cfg, repo_name)
+        if outcome == NO_OUTPUTS:
+            captured = capture_figures(source, tree, an.imports, kind)
+            if captured is not None:  # it plots and only displays: its figures become the outputs
+                cap_tree = ast.parse(captured)
+                an = analyse(captured, file_path=file_path, tree=cap_tree)
+                outcome = _judge(rel, kind, captured, cap_tree, an, index, cfg, repo_name, captured=True)
+                changes.append(CAPTURED)
+        if isinstance(outcome, Candidate) and changes:
+            outcome.source_changes = changes
+            outcome.warnings.extend(changes)
         if isinstance(outcome, str):
             skipped.append(Skip(rel, outcome))
             continue
