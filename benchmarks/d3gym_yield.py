@@ -33,8 +33,11 @@ def _reason_class(reason: str) -> str:
 def survey(repo: Path, out: Path, env_mode: str, timeout: int) -> dict:
     dest = out / repo.name
     started = time.monotonic()
-    build = subprocess.run([sys.executable, "-m", "veriforge", "d3gym", "build", str(repo), "--out", str(dest),
-                            "--env-mode", env_mode], capture_output=True, text=True, timeout=timeout)
+    cmd = [sys.executable, "-m", "veriforge", "d3gym", "build", str(repo), "--out", str(dest), "--env-mode", env_mode]
+    try:
+        rc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout).returncode
+    except subprocess.TimeoutExpired:  # the run store keeps what finished; the report may be partial
+        rc = "timeout"
     seconds = time.monotonic() - started
     report = dest / "d3gym_build.json"
     data = json.loads(report.read_text()) if report.is_file() else {}
@@ -54,7 +57,7 @@ def survey(repo: Path, out: Path, env_mode: str, timeout: int) -> dict:
     reasons = Counter(_reason_class(s["reason"]) for s in data.get("skipped", []))
     return {"repo": repo.name, "mined": summary.get("candidates_mined", 0), "built": summary.get("tasks_built", 0),
             "validated": validated, "seconds": round(seconds), "era": ",".join(eras) or "-",
-            "skips": reasons.most_common(3), "rc": build.returncode}
+            "skips": reasons.most_common(3), "rc": rc}
 
 
 def main() -> None:
@@ -64,12 +67,15 @@ def main() -> None:
     parser.add_argument("--env-mode", default="install", choices=["install", "reuse"])
     parser.add_argument("--timeout", type=int, default=1200)
     args = parser.parse_args()
-    rows = [survey(repo, args.out, args.env_mode, args.timeout) for repo in args.repos]
     print(f"{'repository':<26} {'mined':>5} {'built':>5} {'valid':>5} {'s':>5} {'era':>10}  top skip reasons")
-    for r in rows:
+    rows = []
+    for repo in args.repos:  # a row as each repository finishes: the survey takes long
+        r = survey(repo, args.out, args.env_mode, args.timeout)
+        rows.append(r)
         skips = "; ".join(f"{n}x {why}" for why, n in r["skips"])
+        late = "" if r["rc"] != "timeout" else "  (build timed out)"
         print(f"{r['repo']:<26} {r['mined']:>5} {r['built']:>5} {r['validated']:>5} {r['seconds']:>5} {r['era']:>10}  "
-              f"{skips}")
+              f"{skips}{late}", flush=True)
     total = sum(r["validated"] for r in rows)
     print(f"\n{total} validated task(s) from {len(rows)} repositories: {total / len(rows):.2f} per repository")
 

@@ -112,9 +112,23 @@ def test_oversized_closure_and_unparsable_helper_are_refused(tmp_path):
     assert len(mods) == 4
     small = local_closure(index, "analysis/run_sums.py", tree, imports, max_bytes=200)
     assert isinstance(small, str) and "too large to vendor" in small
-    _write(root, "analysis/stats_aux.py", "print 'python 2'\n")
+    _write(root, "analysis/stats_aux.py", "def group_sums(df, key:\n    pass\n")
     bad = local_closure(RepoIndex(root), "analysis/run_sums.py", tree, imports)
     assert bad == "repository-local module analysis/stats_aux.py cannot be parsed (SyntaxError)"
+
+
+def test_a_python2_helper_is_vendored_converted(tmp_path):
+    from veriforge.discovery.package import copy_local_modules
+
+    root = _repo(tmp_path / "repo")
+    _write(root, "analysis/stats_aux.py", "def group_sums(df, key):\n    print 'grouping by', key\n"
+           "    return df.groupby(key, as_index=False)['value'].sum()\n")
+    cands, skipped = _mine(root)
+    assert "analysis/run_sums.py" in cands, skipped
+    mods = {m["path"]: m for m in cands["analysis/run_sums.py"].local_modules}
+    assert mods["analysis/stats_aux.py"]["python2"] is True and mods["analysis/rules/scoring.py"]["python2"] is False
+    copy_local_modules(root, list(mods.values()), tmp_path / "task")
+    assert "print('grouping by', key)" in (tmp_path / "task/lib/stats_aux.py").read_text()
 
 
 def test_relative_imports_are_still_refused(tmp_path):

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from veriforge.discovery.display import python2_to_3
 from veriforge.discovery.iocalls import analyse, is_main_guard, top_level_imports
 from veriforge.discovery.pathexpr import SCRIPT_DIR, PathEvaluator
 
@@ -60,8 +61,9 @@ class LocalModule:
     name: str  # top-level import name ("analysis_aux", "rules")
     path: str  # repository-relative source file
     dest: str  # path under lib/ ("analysis_aux.py", "rules/__init__.py")
-    sha256: str
+    sha256: str  # of the repository file
     size: int
+    python2: bool = False  # converted by the 2to3 fixers when vendored (see display.python2_to_3)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -203,16 +205,22 @@ def local_closure(
                     f"repository-local modules too large to vendor (> {max_bytes // 1000} kB or "
                     f"> {max_files} files, reached at {rel})"
                 )
+            py2 = False
             try:
                 source = raw.decode("utf-8-sig")
                 mod_tree = ast.parse(source)
-            except (UnicodeDecodeError, SyntaxError) as exc:
+            except SyntaxError as exc:
+                converted = python2_to_3(source)
+                if converted is None:
+                    return f"repository-local module {rel} cannot be parsed ({exc.__class__.__name__})"
+                source, mod_tree, py2 = converted, ast.parse(converted), True
+            except UnicodeDecodeError as exc:
                 return f"repository-local module {rel} cannot be parsed ({exc.__class__.__name__})"
             io = _fixed_io(source, mod_tree, rel, index)
             if io:
                 return f"repository-local module {rel} reads/writes a fixed path ({io}); it cannot be redirected"
             dest = rel[len(base) + 1 :] if base else rel
-            modules[rel] = LocalModule(name, rel, dest, hashlib.sha256(raw).hexdigest(), len(raw))
+            modules[rel] = LocalModule(name, rel, dest, hashlib.sha256(raw).hexdigest(), len(raw), py2)
             mod_imports, _relative = top_level_imports(mod_tree)
             bases.extend(b for b in extra_sys_paths(mod_tree, index, rel) if b not in bases)
             pending.extend((m, rel) for m in mod_imports if m not in seen)
@@ -291,6 +299,8 @@ def helper_io_calls(index: RepoIndex, modules: list[dict[str, Any]], tree: ast.M
             continue
         try:
             source = (index.root / mod["path"]).read_text(encoding="utf-8-sig")
+            if mod.get("python2"):
+                source = python2_to_3(source) or source
             by_module[_module_dotted(mod["dest"])] = _path_params(source, ast.parse(source))
         except (OSError, UnicodeDecodeError, SyntaxError):
             continue

@@ -75,6 +75,13 @@ def copy_local_modules(repo_root: Path, modules: list[dict[str, Any]], task_dir:
             raise DiscoveryError(f"{mod['path']} changed since it was mined; mine the repository again")
         dst = lib / mod["dest"]
         dst.parent.mkdir(parents=True, exist_ok=True)
+        if mod.get("python2"):  # the same deterministic conversion the miner analysed
+            from veriforge.discovery.display import python2_to_3
+
+            converted = python2_to_3(raw.decode("utf-8-sig"))
+            if converted is None:
+                raise DiscoveryError(f"{mod['path']}: the Python 2 conversion no longer succeeds")
+            raw = converted.encode("utf-8")
         dst.write_bytes(raw)
 
 
