@@ -72,6 +72,23 @@ def test_matplotlib_keyword_style_and_scipy_names(tmp_path):
     assert "density=True" in fixed and "'seaborn-v0_8-whitegrid'" in fixed and "from numpy import mean" in fixed
 
 
+def test_surplus_tick_labels_are_fitted_to_the_fixed_ticks_as_old_matplotlib_did(tmp_path):
+    source = (
+        '"""Heatmap of rule accuracies (nvc-style)."""\n'
+        "import matplotlib.pyplot as plt\n"
+        "fig, ax = plt.subplots()\n"
+        "ax.set_xticks([0, 1, 2])\n"
+        "ax.set_xticklabels(['a', 'b', 'c', 'd', 'e', 'f'])\n"
+        "ax.set_yticks([0, 1, 2])\n"
+        "ax.set_yticklabels(['x'])\n"
+        "print([t.get_text() for t in ax.get_xticklabels()], [t.get_text() for t in ax.get_yticklabels()])\n"
+    )
+    fixed, used, out = _repair_until_it_runs(source, tmp_path)
+    assert used == ["matplotlib-fixed-ticklabels"]
+    assert out.strip() == "['a', 'b', 'c'] ['x', '', '']"
+    assert fixed.startswith('"""Heatmap of rule accuracies (nvc-style)."""\nimport matplotlib.axis as _vf_axis')
+
+
 def test_call_specific_keyword_rename_touches_only_that_function():
     source = "p = ggplot(df) + facet_grid(facets='Sign~Type')\nq = other(facets=1)\n"
     err = TB + "TypeError: facet_grid.__init__() got an unexpected keyword argument 'facets'"

@@ -18,7 +18,7 @@ import ast
 import warnings
 from typing import Any
 
-__all__ = ["FIGURE_PREFIX", "SAVE_FN", "capture_figures", "python2_to_3"]
+__all__ = ["FIGURE_PREFIX", "SAVE_FN", "capture_figures", "insertion_line", "python2_to_3"]
 
 SAVE_FN = "_veriforge_save_figures"
 FIGURE_PREFIX = "figure_"
@@ -52,6 +52,15 @@ def _show_calls(tree: ast.Module) -> list[ast.Call]:
             if _dotted(node.func.value) in _SHOW_OWNERS:
                 found.append(node)
     return found
+
+
+def insertion_line(source: str) -> int:
+    """Index of the first line where code may be added at the top of ``source`` (after its
+    docstring and ``from __future__`` imports; 0 when it does not parse)."""
+    try:
+        return _future_end(ast.parse(source))
+    except SyntaxError:
+        return 0
 
 
 def _future_end(tree: ast.Module) -> int:

@@ -300,6 +300,35 @@ def _cpu_count(source: str, m: re.Match[str]) -> str | None:
     return new if new != source else None
 
 
+_TICKLABEL_SHIM = """\
+import matplotlib.axis as _vf_axis  # veriforge repair: matplotlib < 3.5 fitted tick labels to the ticks
+_vf_set_ticklabels = _vf_axis.Axis.set_ticklabels
+
+
+def _vf_fit_ticklabels(self, labels, *args, **kwargs):
+    labels = list(labels)
+    if isinstance(self.get_major_locator(), __import__("matplotlib.ticker").ticker.FixedLocator):
+        n = len(self.get_major_locator().locs)
+        labels = labels[:n] + [""] * (n - len(labels))
+    return _vf_set_ticklabels(self, labels, *args, **kwargs)
+
+
+_vf_axis.Axis.set_ticklabels = _vf_fit_ticklabels
+"""
+
+
+def _ticklabel_shim(source: str, m: re.Match[str]) -> str | None:
+    """Old matplotlib used the first N labels for N fixed ticks (or left surplus ticks blank);
+    3.5+ raises. The shim restores that for this program only, before anything is plotted."""
+    if "_vf_fit_ticklabels" in source:
+        return None
+    from veriforge.discovery.display import insertion_line
+
+    lines = source.splitlines(keepends=True)
+    at = insertion_line(source)
+    return "".join(lines[:at]) + _TICKLABEL_SHIM + "".join(lines[at:])
+
+
 _MOD = r"module '{}' has no attribute '(?P<name>\w+)'"
 
 RULES: list[Rule] = [
@@ -382,6 +411,12 @@ RULES: list[Rule] = [
         re.compile(r"has no attribute 'set_axis_bgcolor'"),
         _text(r"\.set_axis_bgcolor\(", ".set_facecolor("),
         why="Axes.set_axis_bgcolor removed in matplotlib 2.2",
+    ),
+    Rule(
+        "matplotlib-fixed-ticklabels",
+        re.compile(r"The number of FixedLocator locations \(\d+\), usually from a call to set_ticks, does not match"),
+        _ticklabel_shim,
+        why="matplotlib 3.5 raises when set_*ticklabels gets more or fewer labels than fixed ticks",
     ),
     Rule(
         "sklearn-moved-modules",
