@@ -407,3 +407,28 @@ def test_folder_listings_patterns_and_known_folder_prefixes_mine_rewrite_and_run
     assert proc.returncode == 0, proc.stderr
     # a (1 + 0.5) twice from both globs, + a 1.0 + 0.5 from the prefix reads; b 2 twice + 10 + 2
     assert (work / "pred_results" / "sums.csv").read_text().splitlines() == ["group,value", "a,4.5", "b,16.0"]
+
+
+def test_a_data_folder_the_program_also_writes_into_is_an_input_without_its_committed_results(tmp_path):
+    """Learn-PsychoPy's assemble_data.py: glob the data folder, write all_data.csv into it. The folder is
+    the dataset; the committed all_data.csv is the answer and must not be shipped as an input."""
+    from veriforge.discovery.package import copy_datasets
+
+    repo = tmp_path / "repo"
+    _write(repo, "exp/data/p1.csv", "rt\n0.5\n")
+    _write(repo, "exp/data/p2.csv", "rt\n0.7\n")
+    _write(repo, "exp/data/all_data.csv", "rt\n0.5\n0.7\n")  # the author's committed result
+    _write(repo, "scripts/assemble.py", """
+        import glob
+        import pandas as pd
+        path = '/Users/someone/project/exp/data'
+        df = pd.concat([pd.read_csv(f) for f in sorted(glob.glob(path + "/p*.csv"))])
+        df.to_csv(path + '/all_data.csv', index=False)
+    """)
+    cands, _skipped = _mine(repo)
+    cand = cands["scripts/assemble.py"]
+    assert cand.datasets == ["exp/data"] and cand.dataset_excludes == ["exp/data/all_data.csv"]
+    sa = make_standalone(cand, repo)
+    assert 'glob.glob("datasets/exp/data/p*.csv")' in sa.program and sa.outputs == ["pred_results/all_data.csv"]
+    copy_datasets(repo, sa.datasets, tmp_path / "task", exclude=cand.dataset_excludes)
+    assert sorted(p.name for p in (tmp_path / "task/datasets/exp/data").iterdir()) == ["p1.csv", "p2.csv"]

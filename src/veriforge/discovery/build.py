@@ -273,6 +273,7 @@ class _TaskBuilder:
             json.dumps(cand.datasets),
             str(repo_root),
             json.dumps([m["sha256"] for m in cand.local_modules]),
+            json.dumps(cand.dataset_excludes),
         )
 
     # -- driver ---------------------------------------------------------------------------------
@@ -389,7 +390,7 @@ class _TaskBuilder:
         shutil.rmtree(self.dir / "gold_program", ignore_errors=True)
         (self.dir / "gold_program").mkdir(parents=True)
         (self.dir / "gold_program" / sa.program_name).write_text(sa.program, encoding="utf-8")
-        copy_datasets(self.repo_root, sa.datasets, self.dir)
+        copy_datasets(self.repo_root, sa.datasets, self.dir, exclude=self.cand.dataset_excludes)
         copy_local_modules(self.repo_root, self.cand.local_modules, self.dir)
         return sa.to_dict() | {"program": None, "local_modules": self.cand.local_modules}
 

@@ -123,6 +123,8 @@ class Candidate:
     # how the source differs from the repository's file: Python 2 conversion, displayed figures
     # saved as outputs (see discovery.display); also in the warnings and task.json
     source_changes: list[str] = field(default_factory=list)
+    # repository files inside a dataset folder that the program itself writes: never copied
+    dataset_excludes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -395,10 +397,12 @@ def _judge(
         if posixpath.normpath(ref.value) in written:
             continue  # reads back its own output
         target = ref.folder or ref.value
-        if ref.listing and any(w == target or w.startswith(target.rstrip("/") + "/") for w in written):
-            continue  # lists a folder it writes to itself
         res = index.resolve(target, script_dir, prefer_script_dir=kind == "notebook")
         found = res.path
+        if ref.listing and not index.is_folder(found) and any(
+            w == target or w.startswith(target.rstrip("/") + "/") for w in written
+        ):
+            continue  # lists a folder only it writes into (not one of the repository's)
         if ref.listing and found == "":
             continue  # a listing of the script's own folder or the repository root is no dataset
         if found is None or found == "":
@@ -435,6 +439,17 @@ def _judge(
         if dynamic:  # it does write, to a path built at run time: say so, not "writes no outputs"
             return f"output paths could not be resolved statically ({_describe(dynamic[0])})"
         return NO_OUTPUTS
+    # files the program writes that sit in a dataset folder (the author's committed results): the
+    # task must not ship them as inputs -- they would be the answer
+    excludes = sorted(
+        {
+            hit
+            for w in writes
+            if (hit := index.resolve(w["value"], script_dir).path)
+            and hit in index.files
+            and any(hit.startswith(d.rstrip("/") + "/") for d in datasets)
+        }
+    )
     total = sum(index.size(d) for d in datasets)
     if total > cfg.max_dataset_bytes:
         return (
@@ -462,6 +477,7 @@ def _judge(
         ambiguous_inputs=ambiguous,
         local_modules=[m.to_dict() for m in local_modules],
         helper_io=helper_io,
+        dataset_excludes=excludes,
     )
 
 

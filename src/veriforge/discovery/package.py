@@ -42,16 +42,26 @@ def write_json(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
-def copy_datasets(repo_root: Path, datasets: list[str], task_dir: Path) -> None:
-    """Copy each repository file/folder to ``task_dir/datasets/<same relative path>``."""
+def copy_datasets(repo_root: Path, datasets: list[str], task_dir: Path, exclude: list[str] | None = None) -> None:
+    """Copy each repository file/folder to ``task_dir/datasets/<same relative path>``.
+
+    ``exclude``: repository files inside those folders that must not be copied (results the
+    program itself writes there: shipping them as inputs would hand the solver the answer).
+    """
     base = task_dir / "datasets"
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
+    skip = {(repo_root / e).resolve() for e in exclude or []}
     for rel in datasets:
         src, dst = repo_root / rel, base / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         if src.is_dir():
-            shutil.copytree(src, dst, dirs_exist_ok=True)
+            shutil.copytree(
+                src,
+                dst,
+                dirs_exist_ok=True,
+                ignore=lambda d, names: [n for n in names if (Path(d) / n).resolve() in skip],
+            )
         else:
             shutil.copy2(src, dst)
 

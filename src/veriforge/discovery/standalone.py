@@ -185,10 +185,13 @@ def apply_replacements(source: str, replacements: list[tuple[ast.AST, str]], pat
     return data.decode("utf-8")
 
 
-def _lists_own_output(ref: IORef, written: set[str]) -> bool:
-    """Whether ``ref`` lists a folder the program itself writes into (``os.listdir('out')``)."""
+def _lists_own_output(ref: IORef, written: set[str], index: RepoIndex, script_dir: str) -> bool:
+    """Whether ``ref`` lists a folder only the program itself writes into (``os.listdir('out')``);
+    a repository folder it also writes into is an input folder (see mine._judge)."""
     folder = _norm(ref.folder or "") if ref.listing else ""
-    return bool(folder) and any(w == folder or w.startswith(folder.rstrip("/") + "/") for w in written)
+    if not folder or index.is_folder(index.locate(folder, script_dir)):
+        return False
+    return any(w == folder or w.startswith(folder.rstrip("/") + "/") for w in written)
 
 
 def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
@@ -207,14 +210,16 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
             if folder is None:
                 continue
             ref = folder
-        if _norm(ref.value or "") in written or _lists_own_output(ref, written):
+        if _norm(ref.value or "") in written or _lists_own_output(ref, written, index, script_dir):
             continue
         found = index.locate(ref.folder or ref.value, script_dir, prefer_script_dir=candidate.kind == "notebook")
         if found and not found.endswith((".py", ".ipynb")):
             reads.append((ref, found))
     writes = [w for w in an.writes if w.value]
     # a listing of a folder the program writes to is redirected with that folder (like a mkdir)
-    mkdirs = [m for m in an.mkdirs if m.value] + [r for r in an.reads if _lists_own_output(r, written)]
+    mkdirs = [m for m in an.mkdirs if m.value] + [
+        r for r in an.reads if _lists_own_output(r, written, index, script_dir)
+    ]
     roles: dict[int, set[str]] = {}
     for ref, _ in reads:
         for node, _v in ref.path.chain:  # type: ignore[union-attr]
