@@ -244,6 +244,41 @@ def _brief(detail: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in detail.items() if not isinstance(v, str) or len(v) < 2000}
 
 
+def _content_key(data: bytes) -> bytes:
+    """Bytes compared for answer leaks: text with line ends and trailing spaces normalised."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data
+    return "\n".join(line.rstrip() for line in text.strip().splitlines()).encode()
+
+
+def answers_in_datasets(task_dir: Path) -> list[tuple[str, str]]:
+    """``[(gold output, dataset file)]`` pairs with the same content.
+
+    A program that re-derives a file the repository already holds (a committed aggregate copied
+    with its data folder, a cleaned table saved next to the raw one) makes a task whose answer is
+    one of its inputs; such a task measures copying, not analysis.
+    """
+    gold, data = task_dir / "gold_results", task_dir / "datasets"
+    if not gold.is_dir() or not data.is_dir():
+        return []
+    by_size: dict[int, list[Path]] = {}
+    for p in data.rglob("*"):
+        if p.is_file():
+            by_size.setdefault(p.stat().st_size, []).append(p)
+    found = []
+    for out in sorted(gold.rglob("*")):
+        if not out.is_file() or out.stat().st_size < 16 or ".plotdata" in out.parts:
+            continue
+        key = _content_key(out.read_bytes())
+        for cand in (p for size, ps in by_size.items() if abs(size - out.stat().st_size) <= 64 for p in ps):
+            if _content_key(cand.read_bytes()) == key:
+                found.append((f"pred_results/{out.relative_to(gold).as_posix()}", cand.relative_to(data).as_posix()))
+                break
+    return found
+
+
 class _TaskBuilder:
     """Runs the stages of one candidate."""
 
@@ -482,6 +517,16 @@ class _TaskBuilder:
                 path.write_text(original, encoding="utf-8")  # the task keeps the author's program
             reason = res.reason + (f" (after {len(repairs)} repair(s))" if repairs else "")
             raise StageFailed("gold", res.failure or "program", reason, res.to_dict() | {"repairs": record})
+        leaked = answers_in_datasets(self.dir)
+        if leaked:
+            out, src = leaked[0]
+            raise StageFailed(
+                "gold",
+                "program",
+                f"the answer is among the inputs: {out} has the same content as datasets/{src} "
+                "(a solver could copy it)",
+                res.to_dict() | {"repairs": record, "code": "answer-in-datasets", "leaked": leaked},
+            )
         # issue 18 part 3: recorded figures are re-drawn once; what differs between runs
         # (bootstrapped intervals, jitter) is flagged so no one is judged on it
         from veriforge.discovery.plotrec import rerun_and_mark

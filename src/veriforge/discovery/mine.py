@@ -445,8 +445,9 @@ def _judge(
         {
             hit
             for w in writes
-            if (hit := index.resolve(w["value"], script_dir).path)
-            and hit in index.files
+            if (res := index.resolve(w["value"], script_dir)).path
+            and not res.rule.startswith("partial")  # the same name in another folder is another file
+            and (hit := res.path) in index.files
             and any(hit.startswith(d.rstrip("/") + "/") for d in datasets)
         }
     )
