@@ -23,11 +23,7 @@ def test_answers_in_datasets_ignores_line_ends_and_small_files(tmp_path):
     assert answers_in_datasets(tmp_path) == [("pred_results/clean.csv", "data/clean.csv")]
 
 
-def test_a_program_that_re_derives_a_committed_file_is_rejected(tmp_path, monkeypatch):
-    from veriforge.core.store import RunStore
-    from veriforge.discovery.build import BuildConfig, build_tasks
-
-    monkeypatch.setenv("VERIFORGE_HOME", str(tmp_path / "home"))
+def test_a_program_that_re_derives_a_committed_file_is_rejected(tmp_path, build_repo):
     repo = tmp_path / "repo"
     _write(repo, "data/raw.csv", "group,value\na,1.0\nb,2.0\nb,\n")
     _write(repo, "data/clean.csv", "group,value\na,1.0\nb,2.0\n")  # committed by the author
@@ -37,13 +33,7 @@ def test_a_program_that_re_derives_a_committed_file_is_rejected(tmp_path, monkey
            "raw.dropna().to_csv('results/clean.csv', index=False)\n")
     _write(repo, "sums.py", "import pandas as pd\n"
            "pd.read_csv('data/raw.csv').groupby('group').value.sum().to_csv('out/sums.csv')\n")
-    store = RunStore(tmp_path / "runs.sqlite")
-    try:
-        report = build_tasks(
-            repo, tmp_path / "out", BuildConfig(env_mode="reuse", timeout_s=120, validate_reruns=1), store=store
-        )
-    finally:
-        store.close()
+    report = build_repo(repo)
     by = {t.source: t for t in report.tasks}
     assert by["sums.py"].status == "built", by["sums.py"].reason
     bad = by["clean.py"]

@@ -101,22 +101,12 @@ def test_display_only_and_python2_programs_are_mined_with_their_changes(tmp_path
     assert "print(k, v)" in cands["legacy.py"].source
 
 
-def test_display_only_notebook_and_python2_script_build_and_validate(tmp_path, monkeypatch):
-    from veriforge.core.store import RunStore
-    from veriforge.discovery.build import BuildConfig, build_tasks
-
-    monkeypatch.setenv("VERIFORGE_HOME", str(tmp_path / "home"))
+def test_display_only_notebook_and_python2_script_build_and_validate(tmp_path, build_repo):
     repo = tmp_path / "repo"
     _write(repo, "data/obs.csv", DATA)
     _write(repo, "nb/look.ipynb", _notebook(NB_CELLS))
     _write(repo, "legacy.py", textwrap.dedent(PY2).replace("iteritems", "items"))
-    store = RunStore(tmp_path / "runs.sqlite")
-    try:
-        report = build_tasks(
-            repo, tmp_path / "out", BuildConfig(env_mode="reuse", timeout_s=120, validate_reruns=1), store=store
-        )
-    finally:
-        store.close()
+    report = build_repo(repo)
     status = {t.source: (t.status, t.reason) for t in report.tasks}
     assert status == {"nb/look.ipynb": ("built", ""), "legacy.py": ("built", "")}, status
     nb = next(Path(t.task_dir) for t in report.tasks if t.source == "nb/look.ipynb")

@@ -146,25 +146,12 @@ def test_helper_api_lists_public_callables_with_their_first_doc_line():
     assert api == ["group_sums(df, key): Sum of each group's values, groups in sorted order."]
 
 
-def test_vendored_build_runs_gold_and_agent_with_lib_on_the_path(tmp_path, monkeypatch):
+def test_vendored_build_runs_gold_and_agent_with_lib_on_the_path(tmp_path, build_repo):
     """mine -> standalone (+ lib/) -> env -> gold -> validation, then an agent program importing
     the helpers through the environment; the Dockerfile ships lib/ too."""
-    from veriforge.core.store import RunStore
-    from veriforge.discovery.build import BuildConfig, build_tasks
     from veriforge.discovery.env import D3Env
 
-    monkeypatch.setenv("VERIFORGE_HOME", str(tmp_path / "home"))
-    repo = _repo(tmp_path / "repo")
-    store = RunStore(tmp_path / "runs.sqlite")
-    try:
-        report = build_tasks(
-            repo,
-            tmp_path / "out",
-            BuildConfig(env_mode="reuse", timeout_s=120, validate_reruns=1, dockerfile=True),
-            store=store,
-        )
-    finally:
-        store.close()
+    report = build_repo(_repo(tmp_path / "repo"), dockerfile=True)
     (task,) = [t for t in report.tasks if t.source == "analysis/run_sums.py"]
     assert task.status == "built", task.reason
     tdir = Path(task.task_dir)

@@ -119,23 +119,13 @@ FILE_IDIOMS = {
 }
 
 
-def test_file_relative_idioms_build_end_to_end(tmp_path, monkeypatch):
+def test_file_relative_idioms_build_end_to_end(tmp_path, build_repo):
     """mine -> standalone rewrite -> environment -> gold run -> evaluator validation, both idioms."""
-    from veriforge.core.store import RunStore
-    from veriforge.discovery.build import BuildConfig, build_tasks
-
-    monkeypatch.setenv("VERIFORGE_HOME", str(tmp_path / "home"))
     repo = tmp_path / "repo"
     _write(repo, "data/obs.csv", DATA)
     for idiom, src in FILE_IDIOMS.items():
         _write(repo, f"scripts/{idiom}.py", src)
-    store = RunStore(tmp_path / "runs.sqlite")
-    try:
-        report = build_tasks(
-            repo, tmp_path / "out", BuildConfig(env_mode="reuse", timeout_s=120, validate_reruns=1), store=store
-        )
-    finally:
-        store.close()
+    report = build_repo(repo)
     assert {t.source: t.status for t in report.tasks} == {f"scripts/{i}.py": "built" for i in FILE_IDIOMS}, [
         t.reason for t in report.tasks
     ]
