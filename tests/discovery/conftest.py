@@ -1,12 +1,12 @@
 """The fixture repositories contain their own (deliberately unrelated) tests/ folders: they are input
 data for the miner, never part of veriforge's test suite."""
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 collect_ignore_glob = ["fixtures/*"]
-
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import pytest  # noqa: E402
 
 
 @pytest.fixture
