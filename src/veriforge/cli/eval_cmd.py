@@ -60,6 +60,8 @@ def eval_cmd(
         v = res.verdict
         status = "CORRECT" if v.correct else ("REJECTED" if v.rejected else
                                               ("DID NOT COMPILE" if not v.compiled else "INCORRECT"))
+        if not v.correct and res.details.get("status") == "crash":
+            status = f"CRASHED ({res.details.get('crash') or 'abnormal end'})"
         typer.echo(f"{res.task_id}: {status}" + (" (cached)" if res.cached else "") + f"  [backend {res.backend}]")
         for r in v.results:
             err = f"max abs {r.max_abs_error:.3g}" if r.max_abs_error is not None else ""

@@ -235,6 +235,10 @@ def _backend_failure(base: EvalResult, run: BackendRun, results: list[InputResul
         results.append(InputResult(config=failed, passed=False, message=run.message))
         base.verdict = Verdict.failed(results, reason)
     base.details["status"] = run.status
+    if run.status == "crash":
+        # how it ended (a signal's name, "exit status 0" for an early exit): every abnormal end of
+        # the candidate's process is a crash verdict that says so, never merely "incorrect"
+        base.details["crash"] = str(run.features.get("crash") or "crash")
     return base
 
 
