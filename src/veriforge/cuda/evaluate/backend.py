@@ -63,7 +63,8 @@ __all__ = [
     "get_backend",
 ]
 
-HARNESS_VERSION = "2"  # 2: sandboxed runs, secret trials, device-memory guard, race and round-trip checks
+HARNESS_VERSION = "3"  # 2: sandboxed runs, secret trials, device-memory guard, race and round-trip checks
+# 3: result files carry the run's token; crash verdicts name their cause; rel error vs max(|ref|, atol*scale)
 """Part of every cache key: bump it when a rule change could turn a pass into a fail."""
 
 _SANITIZER_SIGNAL = re.compile(r"(?:Address|Undefined|Leak|Memory|Thread)Sanitizer:?\s*(?:DEADLYSIGNAL\s*=*\s*"
