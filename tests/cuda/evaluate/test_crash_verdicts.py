@@ -147,3 +147,14 @@ def test_eval_cli_says_crashed_with_the_signal(tmp_path: Path) -> None:
     assert res.exit_code == 1
     assert res.output.splitlines()[0].startswith("vec_scale_add: CRASHED (SIGSEGV)"), res.output
     assert "CORRECT" not in res.output.splitlines()[0]
+
+
+def test_a_crash_after_every_result_was_written_is_still_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A global's destructor faults at exit (the static anti-cheat refuses file-scope state; with it
+    out of the way the results are all on disk, and the verdict is still a crash)."""
+    from veriforge.cuda.evaluate import anticheat_c
+
+    monkeypatch.setattr(anticheat_c, "scan_c", lambda source, spec: [])
+    src = "struct Boom { ~Boom() { int* volatile p = nullptr; *p = 1; } };\nBoom boom;\n" + _candidate()
+    res = evaluate(AXPY, src, estimate=False, configs=["small"])
+    assert not res.verdict.correct and res.details["crash"] == "SIGSEGV", res.verdict.reason
