@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -60,19 +60,31 @@ def eval_cmd(
         v = res.verdict
         status = "CORRECT" if v.correct else ("REJECTED" if v.rejected else
                                               ("DID NOT COMPILE" if not v.compiled else "INCORRECT"))
+        if not v.correct and res.details.get("status") == "crash":
+            status = f"CRASHED ({res.details.get('crash') or 'abnormal end'})"
         typer.echo(f"{res.task_id}: {status}" + (" (cached)" if res.cached else "") + f"  [backend {res.backend}]")
+        sizes = res.details.get("sizes") or {}
         for r in v.results:
             err = f"max abs {r.max_abs_error:.3g}" if r.max_abs_error is not None else ""
-            typer.echo(f"  {r.config:<14} {'ok' if r.passed else 'FAIL':<5} {err}  {r.message}".rstrip())
+            if r.max_rel_error is not None:
+                err += f", max rel {r.max_rel_error:.3g}"
+            typer.echo(f"  {r.config:<14} {'ok' if r.passed else 'FAIL':<5} {err}  {_sizes(sizes, r.config)}  "
+                       f"{r.message}".rstrip())
+        tols = res.details.get("tolerances") or {}
+        if tols:
+            typer.echo("tolerance: " + "; ".join(
+                f"{name} exact" if tol == "exact" else f"{name} rtol={tol['rtol']:g}, atol={tol['atol']:g} x max|ref|"
+                for name, tol in tols.items()) + "  (rel error = |err| / max(|ref|, atol x max|ref|))")
         if v.reason:
             typer.echo(f"reason: {v.reason}")
         estimate = res.details.get("estimate")
         for m in res.measurements:
             if m.name != "time_s" or (estimate and m.provenance == "estimated"):
                 continue  # estimated times are printed per configuration below, with their status
-            typer.echo(f"  time[{m.details.get('config', '')}] = {m.value * 1e6:.2f} us  ({m.provenance}, {m.backend})")
+            cfg = str(m.details.get("config", ""))
+            typer.echo(f"  time[{cfg}] = {m.value * 1e6:.2f} us  ({_provenance(m)}; {_sizes(sizes, cfg)})")
         if estimate:
-            _print_estimate(estimate)
+            _print_estimate(estimate, sizes)
         else:
             for note in res.details.get("estimate_notes", []):
                 typer.echo(f"  note: {note}")
@@ -86,8 +98,28 @@ def eval_cmd(
     raise typer.Exit(0 if res.verdict.correct else 1)
 
 
-def _print_estimate(estimate: dict) -> None:
-    """Each configuration's estimated time (or unknown, with a lower bound), status and reasons."""
+def _sizes(sizes: dict, config: str) -> str:
+    """``n=1024, alpha=2.5``: the problem size of ``config`` (a time means little without it)."""
+    values = sizes.get(config)
+    if not values:
+        return ""
+    return "sizes " + ", ".join(f"{k}={v}" for k, v in values.items())
+
+
+def _provenance(m: Any) -> str:
+    """Where a time came from and on which hardware, so times of different kinds never sit
+    unlabelled side by side: an emulated CPU time is not a GPU time."""
+    if m.provenance == "emulated":
+        return f"emulated on this machine's CPU ({m.backend}), not a GPU time"
+    if m.provenance == "measured":
+        device = m.details.get("device") or m.backend
+        return f"measured on {device}"
+    return f"{m.provenance}, {m.backend}"
+
+
+def _print_estimate(estimate: dict, sizes: dict | None = None) -> None:
+    """Each configuration's estimated time (or unknown, with a lower bound), status and reasons,
+    labelled with the GPU it is estimated for and the sizes it was made for."""
     configs = estimate.get("configs") or {}
     order = [n for n in estimate.get("config_names") or [] if n in configs]
     configs = {n: configs[n] for n in order + [n for n in configs if n not in order]}
@@ -103,7 +135,9 @@ def _print_estimate(estimate: dict) -> None:
             lb = c.get("lower_bound_s")
             value = "unknown" + (f" — lower bound {lb * 1e6:.2f} us" if lb is not None else "")
         launches = len(c.get("launches") or [])
-        typer.echo(f"  time[{name}] = {value}  (estimated, {c.get('status')}, {launches} launch(es))")
+        size = _sizes(sizes or {}, name)
+        typer.echo(f"  time[{name}] = {value}  (estimated for {estimate.get('gpu')}, {c.get('status')}, "
+                   f"{launches} launch(es){'; ' + size if size else ''})")
         for u in c.get("unknown") or []:
             typer.echo(f"      unknown: {u}")
         for w in c.get("worst_case") or []:

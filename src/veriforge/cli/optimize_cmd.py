@@ -230,7 +230,9 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
     table.add_column("start")
     table.add_column("best")
     prov = settings.provenance
-    table.add_row(f"time ({prov}, geomean)", _fmt_time(result.start_time), _fmt_time(result.best_time))
+    where = f"for {settings.gpu}" if prov == "estimated" else ("CPU, not GPU" if prov == "emulated" else "")
+    table.add_row(f"time ({prov}{' ' + where if where else ''}, geomean)", _fmt_time(result.start_time),
+                  _fmt_time(result.best_time))
     table.add_row("speedup", "1.00×", f"[bold green]{result.speedup:.2f}×[/]")
     table.add_row("objective", f"{result.start.evaluation.objective:.4g}", f"{result.best.evaluation.objective:.4g}")
     table.add_row("provenance", prov, prov)
@@ -240,6 +242,9 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
     if prov == "estimated":
         table.add_row("estimate status", _status(start.get("estimate")), _status(best.get("estimate")))
     console.print(table)
+    from veriforge.optiml.report import sizes_line
+
+    console.print(f"problem sizes: {sizes_line(result.spec)}", markup=False, highlight=False)
     for line in estimate_lines(best.get("estimate")):
         console.print(f"  best: {line}", markup=False, highlight=False)
     from veriforge.optiml.report import heldout_line, skips_line

@@ -403,7 +403,10 @@ def extract_inputs(
     flops = _num(_get(report, "flops"))
     if flops is None:
         flops = 0.0
-        uncovered.append("FLOP count unknown (some arithmetic could not be counted)")
+        # the analysis says why (its first "FLOPs unknown: ..." line): a device printf, a data-dependent trip count
+        why = next((str(u).split(": ", 1)[1] for u in (_get(report, "unknowns") or [])
+                    if str(u).startswith("FLOPs unknown: ")), "")
+        uncovered.append("FLOP count unknown (" + (why or "some arithmetic could not be counted") + ")")
 
     features = _get(report, "features") or {}
     warp_eff = _num(_get(features, "warp_execution_efficiency"))

@@ -137,14 +137,16 @@ def render_report(result: OptimizeResult) -> str:
            f"</title><style>{_CSS}</style></head><body>"]
     out.append(f"<h1>OptiML-X: {esc(result.spec.id)}</h1><p>{esc(result.spec.title)}</p>")
     stats = result.search.stats
+    label = time_label(prov, result.settings.backend, result.settings.gpu)
     out.append("<section id='summary'><h2>Summary</h2><table>")
     rows = [
         ("start", esc(result.start_label)),
         ("algorithm", f"{esc(result.search.algorithm)} · seed {result.settings.seed}"),
         ("time provenance", f"<b>{esc(prov)}</b> (back-end {esc(result.settings.backend)}, "
                             f"GPU model {esc(result.settings.gpu)}) — never mixed within this search"),
-        ("start time (geomean over configs)", _fmt_time(result.start_time)),
-        ("best time (geomean over configs)", _fmt_time(result.best_time)),
+        ("problem sizes (every time and estimate is for these)", esc(sizes_line(result.spec))),
+        (f"start time ({esc(label)}, geomean over configs)", _fmt_time(result.start_time)),
+        (f"best time ({esc(label)}, geomean over configs)", _fmt_time(result.best_time)),
         ("speedup", f"<b>{result.speedup:.2f}×</b>"),
         ("objective start → best", f"{start.evaluation.objective:.4g} → {best.evaluation.objective:.4g}"),
         ("verified configs (best)", esc(", ".join(bd.get("verified_configs") or []))),
@@ -173,7 +175,7 @@ def render_report(result: OptimizeResult) -> str:
         out.append(f"<tr><td><code>{esc(name)}</code></td><td>{_num(sf.get(name))}</td>"
                    f"<td>{_num(bf.get(name))}</td></tr>")
     for cfg in sorted(set(sd.get("config_times") or {}) | set(bd.get("config_times") or {})):
-        out.append(f"<tr><td>time_s [{esc(cfg)}] ({esc(prov)})</td>"
+        out.append(f"<tr><td>time_s [{esc(cfg)}] ({esc(label)}; {esc(_config_sizes(result.spec, cfg))})</td>"
                    f"<td>{_fmt_time((sd.get('config_times') or {}).get(cfg))}</td>"
                    f"<td>{_fmt_time((bd.get('config_times') or {}).get(cfg))}</td></tr>")
     out.append("</table>")
@@ -205,6 +207,29 @@ def render_report(result: OptimizeResult) -> str:
     out.append(f"<section id='diff'><h2>Source diff: winner vs start</h2>{diff}</section>")
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def time_label(provenance: str, backend: str, gpu: str) -> str:
+    """Where the report's times come from and for which hardware: an estimate is for a GPU model,
+    an emulated time is CPU wall time (never comparable with a GPU's), a measured one is a GPU's."""
+    if provenance == "estimated":
+        return f"estimated for {gpu} by the cost model"
+    if provenance == "emulated":
+        return "emulated on this machine's CPU, not a GPU time"
+    return f"{provenance} on the {backend} back-end"
+
+
+def _config_sizes(spec: Any, config: str) -> str:
+    for c in (*spec.configs, *getattr(spec, "timing", ())):
+        if c.name == config:
+            return ", ".join(f"{k}={v}" for k, v in c.variables.items()) or "no size variables"
+    return "sizes unknown"
+
+
+def sizes_line(spec: Any) -> str:
+    """``small: n=100; odd: n=1029``: each configuration's problem size (tiny sizes are dominated
+    by launch overhead, so a time or a speedup means little without them)."""
+    return "; ".join(f"{c.name}: {_config_sizes(spec, c.name)}" for c in (*spec.configs, *getattr(spec, "timing", ())))
 
 
 def skips_line(skips: list[dict[str, Any]], calls: dict[str, int]) -> str:
@@ -324,10 +349,14 @@ def write_outputs(result: OptimizeResult, out_dir: str | Path) -> dict[str, Path
     """best.cu, tree.json and report.html in ``out_dir`` (created); returns their paths."""
     import json
 
+    from veriforge.optiml.tidy import tidy_best
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"kernel": out / "best.cu", "tree": out / "tree.json", "report": out / "report.html"}
-    paths["kernel"].write_text(result.best.state.source)
+    # what the edits left behind (the start's performance comments, orphaned host variables) goes;
+    # the code the evaluator verified is otherwise unchanged (optiml/tidy.py)
+    paths["kernel"].write_text(tidy_best(result.start.state.source, result.best.state.source))
     paths["tree"].write_text(json.dumps(result.tree_json(), indent=1, default=str))
     paths["report"].write_text(render_report(result))
     return paths

@@ -100,7 +100,7 @@ def test_eval_cli_prints_each_config_status_and_reasons(results, monkeypatch, tm
     assert "time[large] = unknown — lower bound" in res.output
     assert "unknown: add_wrapped<<<1024, 256>>>" in res.output and "(int)a[0] * 0 + 1" in res.output
     assert "time[odd] =" in res.output
-    assert "(estimated, exact" in res.output or "(estimated, upper_bound" in res.output
+    assert "(estimated for H100-SXM, exact" in res.output or "(estimated for H100-SXM, upper_bound" in res.output
     monkeypatch.setattr("veriforge.cuda.evaluate.harness.evaluate", lambda *a, **k: plain)
     res = CliRunner().invoke(app, ["eval", "vector_add", str(cand)])
     assert res.exit_code == 0 and "no estimated score" not in res.output and "unknown" not in res.output

@@ -14,7 +14,7 @@ import numpy as np
 
 from veriforge.cuda.analysis import reuse as _reuse
 from veriforge.cuda.analysis import walk as _walk
-from veriforge.cuda.analysis.launch import REFINE_ROUNDS, build_lanes, dim3, refine
+from veriforge.cuda.analysis.launch import REFINE_ROUNDS, build_lanes, dim3, probe_activity, refine
 from veriforge.cuda.analysis.parse import find_kernel, parse_source
 from veriforge.cuda.analysis.report import AnalysisReport, GlobalAccess
 from veriforge.cuda.analysis.resources import instantiation, launch_occupancy, ptxas_resources
@@ -123,11 +123,15 @@ def analyze_uncached(
     b = dim3(block, "block")
     parsed = parse_source(source)
     kdef = find_kernel(parsed, kernel)
+
+    def walk(lanes: Any) -> _walk.Walker:
+        walker = _walk.Walker(parsed, kdef, lanes, dict(params or {}), dict(template_args or {}),
+                              dict(defines) if defines else None, data)
+        walker.run()
+        return walker
+
     lanes = build_lanes(g, b)
-    w = _walk.Walker(
-        parsed, kdef, lanes, dict(params or {}), dict(template_args or {}), dict(defines) if defines else None, data
-    )
-    w.run()
+    w = walk(lanes)
     for _round in range(REFINE_ROUNDS):
         # where whole blocks switch between working and idle, sample densely and walk again
         if lanes.exact:
@@ -142,10 +146,19 @@ def analyze_uncached(
         if samples is None:
             break
         lanes = build_lanes(g, b, samples)
-        w = _walk.Walker(
-            parsed, kdef, lanes, dict(params or {}), dict(template_args or {}), dict(defines) if defines else None, data
-        )
-        w.run()
+        w = walk(lanes)
+    activity_unknown = None
+    if not lanes.exact:
+        # the samples stand for the blocks between them: check that on probe blocks, and walk the
+        # whole grid (or give up on the counts) where whole blocks work in a pattern they miss
+        mismatch = probe_activity(lanes, w, walk)
+        if mismatch and g[0] * g[1] * g[2] * b[0] * b[1] * b[2] <= ACTIVITY_EXHAUSTIVE_THREADS:
+            lanes = build_lanes(g, b, [[(i, 1.0) for i in range(n)] for n in g])
+            w = walk(lanes)
+        elif mismatch:
+            activity_unknown = (f"which blocks do work follows a pattern the sampled blocks miss ({mismatch}), and "
+                                f"the grid is too large to walk whole: the launch's totals are unknown")
+            w.flops_unknown.append(activity_unknown)
     rep = AnalysisReport(kernel=kernel, arch=arch, grid=g, block=b, dynamic_smem=int(dynamic_smem))
     rep.sampling = lanes.describe() | {
         "loop_iterations": f"all when <= {_walk.EXACT_TRIPS}, else first, middle (weighted) and last"
@@ -162,6 +175,10 @@ def analyze_uncached(
     if not lanes.exact:
         rep.uncounted.extend(w.unreached_work())
     pairs = [(acc, acc.result()) for acc in w.global_acc.values()]
+    if activity_unknown:
+        for _acc, res in pairs:
+            res.requests = res.bytes = res.useful_bytes = None
+            res.unknown = activity_unknown
     # A site no sampled thread reached does no work when every thread was walked, or when nothing
     # that kept the sampled threads out depends on blockIdx (then every block is kept out alike).
     for acc, res in pairs:
@@ -184,6 +201,9 @@ def analyze_uncached(
                 sh.requests, sh.unknown = 0.0, None
             else:
                 sh.unknown = "not reached by the sampled blocks, and whether other blocks reach it depends on blockIdx"
+    if activity_unknown:
+        for _acc, sh in shared_pairs:
+            sh.requests, sh.unknown = None, activity_unknown
     rep.shared_accesses = sorted((r for _a, r in shared_pairs), key=lambda a: (a.line, a.kind))
     for acc, res in [*pairs, *shared_pairs]:
         if acc.count_upper and res.requests:
@@ -228,6 +248,9 @@ def analyze_uncached(
 
 #: a grid of at most this many blocks is walked whole when sampled blocks leave blockIdx-gated work unseen
 EXHAUSTIVE_BLOCKS = 2048
+#: a launch of at most this many threads is walked whole when probe blocks show that the samples
+#: misrepresent which blocks work (about a second per million threads); larger ones get unknown totals
+ACTIVITY_EXHAUSTIVE_THREADS = 1 << 22
 #: at most this many distinct atomic target addresses in a launch count as "few" (a histogram's bins)
 FEW_ATOMIC_ADDRESSES = 64
 

@@ -19,8 +19,10 @@ built the way the hardware forms warps (linear thread id ``x + y*bx + z*bx*by``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise, product
+from typing import Any
 
 import numpy as np
 
@@ -154,6 +156,82 @@ def refine(lanes: Lanes, block_active: np.ndarray) -> list[list[tuple[int, float
         changed = changed or bool(extra - set(idx))
         per_dim.append(_weights(idx + sorted(extra), n) if n > EXACT_DIM else [(i, 1.0) for i in range(n)])
     return per_dim if changed else None
+
+
+#: consecutive probe blocks in the middle of each sampled dimension: activity that repeats every
+#: k <= PROBE_WINDOW blocks (``if (blockIdx.x % k) return;``) always shows up in them
+PROBE_WINDOW = 64
+#: probe blocks scattered over each sampled dimension (golden-ratio sequence: no period aliases them)
+PROBE_SCATTER = 48
+#: sampled blocks of the other dimensions each probe is combined with (active ones first)
+PROBE_OTHER = 2
+
+
+def _probe_indices(n: int, taken: set[int]) -> list[int]:
+    """Blocks along a dimension of ``n`` to check the samples against (see :func:`probe_activity`)."""
+    if n <= EXACT_DIM:
+        return []
+    lo = max(1, min(n // 2 - PROBE_WINDOW // 2, n - 1 - PROBE_WINDOW))
+    points = set(range(lo, min(n - 1, lo + PROBE_WINDOW)))
+    golden = 0.6180339887498949
+    points |= {1 + int(((k * golden) % 1.0) * (n - 2)) for k in range(1, PROBE_SCATTER + 1)}
+    return sorted(points - taken)
+
+
+def _neighbours(i: int, idx: list[int]) -> tuple[int, int]:
+    """The samples at or around ``i`` in sorted ``idx`` (equal when ``i`` is sampled)."""
+    k = int(np.searchsorted(idx, i))
+    if k < len(idx) and idx[k] == i:
+        return i, i
+    return idx[max(k - 1, 0)], idx[min(k, len(idx) - 1)]
+
+
+def probe_activity(lanes: Lanes, walker: Any, walk: Callable[[Lanes], Any]) -> str:
+    """Check that the sampled blocks stand for the others in whether they do any work, or say where not.
+
+    Each sample stands for the blocks nearest to it, so totals are right only if those blocks are
+    as busy as it is. Where both samples around a stretch of blocks are active (or both idle) the
+    stretch is claimed to be so too; probe blocks (:func:`_probe_indices`, combined with sampled
+    blocks of the other dimensions) are walked and their activity compared with that claim. A
+    stretch between samples of different activity holds a boundary :func:`refine` placed to within
+    a few blocks: probes there are not held against the samples. Returns "" when every probe agrees,
+    else a sentence naming the first disagreement (e.g. work only in every 32nd block)."""
+    blocks = [tuple(int(v) for v in b) for b in lanes.sampled_blocks]
+    busy = np.bincount(lanes.block_of_warp, weights=(walker.warp_work > 0).astype(np.float64),
+                       minlength=len(blocks)) > 0
+    if busy.all():
+        # every sample works: blocks between them can only be busy too (the totals are right) or
+        # idle (then they are too high, never too low) - not worth a walk on every analysis
+        return ""
+    active = dict(zip(blocks, (bool(x) for x in busy), strict=True))
+    per_dim = [sorted({b[d] for b in blocks}) for d in range(3)]
+    for d in range(3):
+        probes = _probe_indices(lanes.grid[d], set(per_dim[d]))
+        if not probes:
+            continue
+        others = []
+        for e in range(3):
+            if e == d:
+                others.append([0])
+                continue
+            ranked = sorted(per_dim[e], key=lambda i, e=e: not any(active[b] for b in blocks if b[e] == i))
+            others.append(ranked[:PROBE_OTHER])
+        samples = [[(i, 1.0) for i in (probes if e == d else others[e])] for e in range(3)]
+        probe_lanes = build_lanes(lanes.grid, lanes.block, samples)
+        seen = walk(probe_lanes)
+        probe_busy = np.bincount(probe_lanes.block_of_warp, weights=(seen.warp_work > 0).astype(np.float64),
+                                 minlength=len(probe_lanes.sampled_blocks)) > 0
+        for blk, now in zip(probe_lanes.sampled_blocks, probe_busy, strict=True):
+            blk = tuple(int(v) for v in blk)
+            lo, hi = _neighbours(blk[d], per_dim[d])
+            near = [active.get(tuple(s if k == d else blk[k] for k in range(3))) for s in (lo, hi)]
+            if None in near or near[0] != near[1]:
+                continue  # no claim here (a boundary between the samples, or no such sampled block)
+            if bool(now) != near[0]:
+                axis = "xyz"[d]
+                return (f"block {blk} is {'busy' if now else 'idle'} although the sampled blocks "
+                        f"{lo} and {hi} around it along {axis} are {'busy' if near[0] else 'idle'}")
+    return ""
 
 
 def build_lanes(grid: tuple[int, int, int], block: tuple[int, int, int],

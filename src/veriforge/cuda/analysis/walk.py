@@ -2432,6 +2432,15 @@ class Walker:
                 self.memory_access(node, ctx, "store", ptr_value=pv)
             return ev.unknown("store result")
         vals = None
+        if name in ("printf", "vprintf") and self.recording and ctx.mask.any():
+            # device printf formats on the GPU and copies its buffer to the host at the next
+            # synchronisation: real work the cost model has no price for, so the totals would be
+            # too low; it makes the launch's FLOP count (hence its estimate) unknown, saying why
+            self.warp_work += ctx.mask.any(axis=1)
+            msg = (f"line {self.line(node)}: device {name}() is executed, and its cost (formatting on the GPU, "
+                   f"the buffer copied to the host) is not modelled")
+            if msg not in self.flops_unknown:
+                self.flops_unknown.append(msg)
         if name in FLOP_CALLS:
             vals = [self.eval(a, ctx) for a in args]
             self.count_flops(FLOP_CALLS[name], ctx, True, node, *vals)

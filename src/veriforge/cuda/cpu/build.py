@@ -363,6 +363,23 @@ _REQUIRED = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+):(?P<col>\d+):\s+requi
 _UNDEFINED = re.compile(r"undefined reference to `([^'`]+)'")
 
 
+_LOCKSTEP_TYPE = re.compile(r"(?:::)?\bvf::LockstepPtr<\s*(const\s+)?([^<>]*?)\s*>")
+_INTERNAL_NAME = re.compile(r"(?:::)?\bvf::[\w:]+(?:<[^<>]*(?:<[^<>]*>[^<>]*)*>)?(?:::\w+)*"
+                            r"|\bvf_(?:volatile|probe)_(\w+)")
+
+
+def public_message(message: str) -> str:
+    """A compiler message in the user's terms: the CPU runtime rewrites some source (``volatile T*``
+    in device code becomes ``vf::LockstepPtr<T>``, a parameter ``p`` becomes ``vf_volatile_p``), and
+    the names of that rewrite must never reach the user. Types go back to what the user wrote; any
+    other runtime name becomes "the CPU runtime's <what>"."""
+    message = _LOCKSTEP_TYPE.sub(lambda m: f"volatile {m.group(1) or ''}{m.group(2)}*", message)
+    # "volatile int*::LockstepPtr(size_t)": the constructor of the rewritten type is a conversion
+    message = re.sub(r"(?:no matching function for )?call to '(volatile [^']*\*)::LockstepPtr\(([^']*)\)'",
+                     r"invalid conversion from '\2' to '\1'", message)
+    return _INTERNAL_NAME.sub(lambda m: m.group(1) or "<CPU-runtime internal>", message)
+
+
 def parse_diagnostics(log: str, user_file: str, user_files: Sequence[str] = ()) -> list[Diagnostic]:
     """Compiler errors mapped to the user's file and line.
 
@@ -399,7 +416,7 @@ def parse_diagnostics(log: str, user_file: str, user_files: Sequence[str] = ()) 
         m = _DIAG.match(raw)
         if not m:
             continue
-        file, sev, msg = m.group("file"), m.group("sev"), m.group("msg").strip()
+        file, sev, msg = m.group("file"), m.group("sev"), public_message(m.group("msg").strip())
         line, col = int(m.group("line")), int(m.group("col") or 0)
         owner = users(file)
         if sev in ("error", "fatal error"):
@@ -542,8 +559,9 @@ def _region_build_failed(exe: Path) -> bool:
 
 def _note_region_build_failed(exe: Path, log: str) -> None:
     """The block functions of regions.py did not compile: the build is retried without them (every
-    kernel on the fiber path), and this text is built that way from now on."""
-    _log.warning("region splitting produced code that does not compile (%s); building %s without it",
+    kernel on the fiber path), and this text is built that way from now on. Logged at debug level:
+    the fallback is the runtime's own business, and its log names runtime internals the user never wrote."""
+    _log.debug("region splitting produced code that does not compile (%s); building %s without it",
                  log.strip().splitlines()[-1][:200] if log.strip() else "?", exe.name)
     with contextlib.suppress(OSError):
         exe.with_name(exe.name + ".no-regions").write_text(log[-4000:])

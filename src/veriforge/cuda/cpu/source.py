@@ -495,12 +495,29 @@ def _function_body_after(masked: str, close: int) -> int:
     return pos if masked.startswith("{", pos) else -1
 
 
+def _host_only_spans(masked: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every function definition that is host code only (neither ``__global__``
+    nor ``__device__``): parameter list through body. Host code runs on one thread, so its
+    ``volatile`` pointers need no lockstep, and rewriting them would turn ordinary host C++ (an
+    integer cast to ``volatile T*``) into errors that name runtime internals."""
+    from veriforge.cuda.source_reader import functions
+
+    return [(f.start, f.body[1]) for f in functions(masked)
+            if f.body is not None and not f.qualifiers & {"__global__", "__device__"}]
+
+
 def _rewrite_volatile(text: str, masked: str, scopes: _Scopes, edits: list[tuple[int, int, str]]) -> None:
     """``volatile T* p`` (variables, parameters of function definitions) and ``(volatile T*)`` casts
-    become ``::vf::LockstepPtr<T>``, whose accesses keep the lanes of a warp in lockstep."""
+    in device code become ``::vf::LockstepPtr<T>``, whose accesses keep the lanes of a warp in
+    lockstep. Host-only functions are left alone (:func:`_host_only_spans`)."""
+    host = _host_only_spans(masked)
+
+    def in_host(pos: int) -> bool:
+        return any(a <= pos <= b for a, b in host)
+
     for m in _VOLATILE_DECL.finditer(masked):
         t = _volatile_type(m)
-        if t is None:
+        if t is None or in_host(m.start()):
             continue
         name, nxt = m.group("name"), m.group("next")
         start, name_end = m.start(), m.end("name")
@@ -551,7 +568,7 @@ def _rewrite_volatile(text: str, masked: str, scopes: _Scopes, edits: list[tuple
         edits.append((start, name_end, f"::vf::LockstepPtr<{t}> {name}"))
     for m in _VOLATILE_CAST.finditer(masked):
         t = " ".join(m.group("t").split())
-        if t.split()[0] in _NOT_A_TYPE or not scopes.in_function(m.start()):
+        if t.split()[0] in _NOT_A_TYPE or not scopes.in_function(m.start()) or in_host(m.start()):
             continue
         edits.append((m.start(), m.end(), f"(::vf::LockstepPtr<{'const ' if m.group('c1') else ''}{t}>)"))
 

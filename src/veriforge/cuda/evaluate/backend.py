@@ -37,6 +37,8 @@ Isolation: untrusted code must never run in the harness's process. A back-end wh
 from __future__ import annotations
 
 import importlib
+import re
+import signal
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -57,11 +59,43 @@ __all__ = [
     "TimingOptions",
     "TorchConfig",
     "TorchRequest",
+    "describe_exit",
     "get_backend",
 ]
 
-HARNESS_VERSION = "2"  # 2: sandboxed runs, secret trials, device-memory guard, race and round-trip checks
+HARNESS_VERSION = "3"  # 2: sandboxed runs, secret trials, device-memory guard, race and round-trip checks
+# 3: result files carry the run's token; crash verdicts name their cause; rel error vs max(|ref|, atol*scale)
 """Part of every cache key: bump it when a rule change could turn a pass into a fail."""
+
+_SANITIZER_SIGNAL = re.compile(r"(?:Address|Undefined|Leak|Memory|Thread)Sanitizer:?\s*(?:DEADLYSIGNAL\s*=*\s*"
+                               r"==\d+==ERROR: \w+Sanitizer: )?(SEGV|BUS|FPE|ILL|ABRT)\b")
+_SANITIZER_ERROR = re.compile(r"==\d+==ERROR: (\w+Sanitizer): ([\w-]+)")
+
+
+def describe_exit(code: int | None, stderr: str = "") -> tuple[str, str]:
+    """How a candidate's process ended abnormally, as ``(label, phrase)``: ``("SIGSEGV", "was killed
+    by SIGSEGV (signal 11)")``, ``("exit status 0", "exited (status 0) before writing every
+    result")``. Every abnormal end is a crash verdict that names its cause; a sanitizer that turned
+    a signal into ``exit(1)`` is reported as the signal it caught."""
+    if code is None:
+        return "lost", "was lost (its process ended without an exit status)"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return name, f"was killed by {name} (signal {-code})"
+    m = _SANITIZER_SIGNAL.search(stderr)
+    if m:
+        name = "SIG" + m.group(1)
+        return name, f"was stopped by {name} (reported by the sanitizer, exit status {code})"
+    m = _SANITIZER_ERROR.search(stderr)
+    if m:
+        return m.group(2), f"was stopped by {m.group(1)}: {m.group(2)} (exit status {code})"
+    if code == 0:
+        return "exit status 0", "exited (status 0) before writing every result: an early exit is a crash"
+    return f"exit status {code}", f"exited with status {code}"
+
 
 RunStatus = Literal["ok", "compile_error", "unsupported", "crash", "timeout", "error"]
 """``ok``: every case ran (correctness is still for the harness to decide); ``compile_error``:

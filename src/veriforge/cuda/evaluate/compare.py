@@ -6,7 +6,9 @@ makes the check *scale-aware*: an absolute tolerance alone lets an all-zero outp
 the reference values are small (KernelBench's softmax/L2-norm loophole), and a relative one alone
 fails legitimate rounding near zero. Integer outputs compare exactly unless given a tolerance.
 An element that still holds NaN where the reference is finite was never written (the buffers
-are poisoned with NaN / 0xAB bytes before the call), and is reported as such.
+are poisoned with NaN / 0xAB bytes before the call), and is reported as such. The relative error
+reported is ``|cand - ref| / max(|ref|, atol * scale)`` (:func:`rel_floor`): finite and meaningful
+where the reference is zero.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Comparison", "compare"]
+__all__ = ["Comparison", "compare", "rel_floor"]
 
 _SHOW = 5
 
@@ -39,6 +41,20 @@ def _fmt(x: object) -> str:
     return str(x)
 
 
+def rel_floor(tol: tuple[float, float] | None, scale: float) -> float:
+    """The smallest denominator of the relative error: ``|err| / max(|ref|, floor)``.
+
+    Dividing by ``|ref|`` alone blows up where the reference is (nearly) zero: a passing output
+    showed ``max_rel_error 6.3e+262``. The floor is the check's own absolute term, ``atol * scale``
+    (an error below it passes whatever ``|ref|`` is), else a float32 epsilon of the output's
+    magnitude, else 1 (exact comparisons, all-zero references)."""
+    if tol is not None and tol[1] * scale > 0:
+        return tol[1] * scale
+    if scale > 0:
+        return scale * float(np.finfo(np.float32).eps)
+    return 1.0
+
+
 def compare(name: str, got: np.ndarray, ref: np.ndarray, tol: tuple[float, float] | None,
             poison: np.ndarray | None = None) -> Comparison:
     """Compare output ``name``; ``tol`` = (rtol, atol) or None for exact; ``poison`` = the buffer
@@ -54,9 +70,11 @@ def compare(name: str, got: np.ndarray, ref: np.ndarray, tol: tuple[float, float
     floating = ref.dtype.kind == "f" or got.dtype.kind == "f"
     g64 = got.astype(np.float64)
     r64 = ref.astype(np.float64)
+    finite_ref = r64[np.isfinite(r64)]
+    scale = float(np.max(np.abs(finite_ref))) if finite_ref.size else 0.0
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(g64 - r64)
-        rel = diff / np.maximum(np.abs(r64), np.finfo(np.float64).tiny)
+        rel = diff / np.maximum(np.abs(r64), rel_floor(tol, scale))
     ref_nan = np.isnan(r64)
     got_nan = np.isnan(g64)
     unwritten = got_nan & ~ref_nan if floating else np.zeros(total, dtype=bool)
@@ -66,8 +84,6 @@ def compare(name: str, got: np.ndarray, ref: np.ndarray, tol: tuple[float, float
         bad = got != ref
     else:
         rtol, atol = tol
-        finite_ref = r64[np.isfinite(r64)]
-        scale = float(np.max(np.abs(finite_ref))) if finite_ref.size else 0.0
         with np.errstate(invalid="ignore"):
             ok = diff <= atol * scale + rtol * np.abs(r64)
         ok |= (got_nan & ref_nan) | (np.isinf(r64) & (g64 == r64))

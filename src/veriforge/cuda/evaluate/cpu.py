@@ -17,6 +17,7 @@ threads run in reverse order (a second call per case, ``CRequest.race_check``).
 from __future__ import annotations
 
 import re
+import secrets
 import statistics
 import tempfile
 from dataclasses import replace
@@ -28,7 +29,7 @@ import numpy as np
 from veriforge.core.types import Measurement
 from veriforge.errors import CompileError, UnsupportedFeatureError
 
-from .backend import Backend, BackendRun, CaseOutput, CRequest, TorchRequest
+from .backend import Backend, BackendRun, CaseOutput, CRequest, TorchRequest, describe_exit
 from .driver import (
     MARK_ERROR,
     CaseChecks,
@@ -86,8 +87,9 @@ class CpuBackend(Backend):
                 inp, out = Path(tmp) / f"case{k}.in", Path(tmp) / f"case{k}.out"
                 write_case_input(inp, request.params, case.args)
                 argv += [str(inp), str(out)]
-            result = cpu.run_program(source, argv=argv, timeout=request.timeout_s, defines=defines,
-                                     sanitize=request.memcheck, filename=request.filename, cwd=tmp)
+            token = secrets.randbits(63) | 1
+            result = cpu.run_program(source, argv=argv, stdin=token.to_bytes(8, "little"), timeout=request.timeout_s,
+                                     defines=defines, sanitize=request.memcheck, filename=request.filename, cwd=tmp)
             outputs: list[CaseOutput] = []
             checks: list[CaseChecks] = []
             bad_file = ""
@@ -98,6 +100,9 @@ class CpuBackend(Backend):
                 try:
                     seconds, values = read_case_output(out, request.params, case.args)
                     checks.append(read_case_checks(Path(f"{out}.chk"), request.params, case.args))
+                    if checks[-1].token != token:
+                        raise ValueError("it does not carry this run's token: written by the candidate, not the "
+                                         "driver")
                 except (OSError, ValueError) as exc:
                     bad_file = f"the result file of case {k} was not the driver's ({exc})"
                     break
@@ -139,7 +144,12 @@ class CpuBackend(Backend):
                 run.status = "crash"
                 detail = "\n".join(line.replace(MARK_ERROR, "CUDA error in case").strip()
                                    for line in result.stderr.splitlines() if line.strip())
-                run.message = f"{where}: the candidate crashed (exit status {result.returncode})"
+                if MARK_ERROR in result.stderr:  # the driver's own exit: a CUDA call failed
+                    label, how = "CUDA error", f"stopped on a CUDA error (exit status {result.returncode})"
+                else:
+                    label, how = describe_exit(result.returncode, result.stderr)
+                run.features["crash"] = label
+                run.message = f"{where}: the candidate crashed: its program {how}"
                 if detail:
                     run.message += f":\n{_tail(detail)}"
         run.measurements = _emulated_times(outputs)

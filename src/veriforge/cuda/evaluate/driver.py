@@ -21,8 +21,11 @@ buffers kept, every buffer restored from the case's input, and then called norma
 call is the timed one, and the runtime's byte counters of device→host and host→device copies are
 reset and read around it. Next to the result file the driver writes ``<result>.chk``: ``uint64``
 :data:`CHECK_MAGIC`, bytes copied device→host, bytes copied host→device, 1 if the reverse-order
-run happened, then that run's out/inout buffers like the result file (written before the result
-file, so a case with a result always has one). The result file holds the normal call's outputs.
+run happened, the run's token, then that run's out/inout buffers like the result file (written
+before the result file, so a case with a result always has one). The result file holds the normal
+call's outputs. The token is 8 random bytes the harness writes to the program's standard input
+(which a candidate may not read: anti-cheat) and compares: result files a candidate forged and
+then ended the program early (``_exit(0)``) cannot carry it, so they are never taken as results.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ __all__ = ["CaseChecks", "driver_source", "read_case_checks", "read_case_output"
 
 MARK_DONE = "VF_CASE_DONE"
 MARK_ERROR = "VF_CASE_ERROR"
-CHECK_MAGIC = 0x564643484B000001
-"""First word of a ``.chk`` file ("VFCHK", format 1)."""
+CHECK_MAGIC = 0x564643484B000002
+"""First word of a ``.chk`` file ("VFCHK", format 2: with the token)."""
 
 
 def driver_source(entry: str, params: list[CParam], *, checks: bool = True, race: bool = True) -> str:
@@ -72,7 +75,9 @@ def driver_source(entry: str, params: list[CParam], *, checks: bool = True, race
         "int main(int argc, char** argv) {",
     ]
     if checks:
-        lines.append("  ::vf::enable_device_guard();")
+        lines += ["  uint64_t vf_token = 0;  // the harness's token (stdin), copied into every checks file",
+                  "  if (fread(&vf_token, 1, 8, stdin) != 8) vf_token = 0;",
+                  "  ::vf::enable_device_guard();"]
     lines += [
         "  for (int k = 1; k + 1 < argc; k += 2) {",
         "    size_t vf_len = 0; unsigned char* vf_buf = vf_read_all(argv[k], &vf_len); size_t vf_off = 0;",
@@ -103,7 +108,8 @@ def driver_source(entry: str, params: list[CParam], *, checks: bool = True, race
     lines += [
         "    (void)vf_len; cudaDeviceSynchronize(); cudaGetLastError();",
         "    cudaError_t vf_e1 = cudaSuccess, vf_e2 = cudaSuccess;",
-        f"    uint64_t vf_chk[4] = {{{CHECK_MAGIC:#x}ull, 0, 0, 0}};  // magic, d2h bytes, h2d bytes, reverse run",
+        f"    uint64_t vf_chk[5] = {{{CHECK_MAGIC:#x}ull, 0, 0, 0, {'vf_token' if checks else '0'}}};"
+        "  // magic, d2h bytes, h2d bytes, reverse run, token",
     ]
     if race:
         # The reverse-order run goes first: shared memory a racy block reads before it was written
@@ -250,19 +256,22 @@ class CaseChecks:
     host_to_device: int
     reverse_run: dict[str, np.ndarray] | None
     """The out/inout buffers after the call with blocks and threads in reverse order, or None."""
+    token: int = 0
+    """The token the program read from its standard input (see the module docstring)."""
 
 
 def read_case_checks(path: Path, params: list[CParam], args: list[Any]) -> CaseChecks:
     """The ``.chk`` file of a case (read as carefully as :func:`read_case_output`)."""
     outs = _output_params(params, args)
     second = sum(count * dtype.itemsize for _, dtype, count in outs)
-    data = read_untrusted(path, 32 + second)
-    if len(data) < 32:
-        raise ValueError(f"{path.name}: expected at least 32 bytes of checks, found {len(data)}")
-    magic, d2h, h2d, ran = (int(x) for x in np.frombuffer(data, dtype="<u8", count=4))
+    head = 40
+    data = read_untrusted(path, head + second)
+    if len(data) < head:
+        raise ValueError(f"{path.name}: expected at least {head} bytes of checks, found {len(data)}")
+    magic, d2h, h2d, ran, token = (int(x) for x in np.frombuffer(data, dtype="<u8", count=5))
     if magic != CHECK_MAGIC or ran not in (0, 1):
         raise ValueError(f"{path.name}: not a checks file of the driver")
-    if len(data) != 32 + ran * second:
-        raise ValueError(f"{path.name}: expected {32 + ran * second} bytes of checks, found {len(data)}")
+    if len(data) != head + ran * second:
+        raise ValueError(f"{path.name}: expected {head + ran * second} bytes of checks, found {len(data)}")
     return CaseChecks(device_to_host=d2h, host_to_device=h2d,
-                      reverse_run=_unpack_outputs(data, 32, outs) if ran else None)
+                      reverse_run=_unpack_outputs(data, head, outs) if ran else None, token=token)

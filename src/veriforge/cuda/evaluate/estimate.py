@@ -47,7 +47,9 @@ MAX_DISTINCT_LAUNCHES = 256
 #: (8 was used by an experiment that was reverted: run stores may hold entries under it)
 #: 9: ping-pong indices (`cur ^= 1`), integer input values (CSR, gathers), while loops run step by step,
 #: loops whose lanes run different trip counts counted per warp.
-ESTIMATE_VERSION = "estimate/9"
+#: 10: probe blocks check sampled block activity (a missed pattern: whole-grid walk or unknown totals);
+#: an executed device printf makes FLOPs unknown.
+ESTIMATE_VERSION = "estimate/10"
 MIN_TIMING_COVERAGE = 0.5
 """A timing configuration whose counted global traffic is below this fraction of the task's minimum
 (``metrics.bytes``) is not trusted: the candidate does not do the whole task at that size."""

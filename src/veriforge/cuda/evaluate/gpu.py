@@ -26,7 +26,15 @@ from typing import Any
 from veriforge.core.types import Measurement
 from veriforge.errors import CompileError
 
-from .backend import Backend, BackendRun, BackendUnavailableError, CaseOutput, CRequest, TorchRequest
+from .backend import (
+    Backend,
+    BackendRun,
+    BackendUnavailableError,
+    CaseOutput,
+    CRequest,
+    TorchRequest,
+    describe_exit,
+)
 from .driver import read_case_output, write_case_input
 from .gpu_build import build_driver, build_library, detect_gpu
 from .gpu_driver import MARK_ERROR
@@ -215,7 +223,10 @@ def _set_failure(run: BackendRun, request: CRequest, outputs: list[CaseOutput], 
                        f"killed")
     else:
         run.status = "crash"
-        run.message = f"{where}: the candidate failed on the GPU (exit status {code})"
+        label, how = (("CUDA error", f"stopped on a CUDA error (exit status {code})") if MARK_ERROR in err
+                      else describe_exit(code, err))
+        run.features["crash"] = label
+        run.message = f"{where}: the candidate failed on the GPU: its program {how}"
         if detail:
             run.message += f":\n{_tail(detail, 2000)}"
 

@@ -141,6 +141,8 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
         res.details.setdefault("task_family", spec.family)
         if spec.timing:
             res.details["timing_configs"] = spec.timing_names
+        # the problem sizes every time and estimate was made for (tiny sizes are launch-overhead bound)
+        res.details["sizes"] = {c.name: dict(c.variables) for c in (*spec.configs, *spec.timing)}
         return res.to_dict()
 
     if store is None:
@@ -235,6 +237,10 @@ def _backend_failure(base: EvalResult, run: BackendRun, results: list[InputResul
         results.append(InputResult(config=failed, passed=False, message=run.message))
         base.verdict = Verdict.failed(results, reason)
     base.details["status"] = run.status
+    if run.status == "crash":
+        # how it ended (a signal's name, "exit status 0" for an early exit): every abnormal end of
+        # the candidate's process is a crash verdict that says so, never merely "incorrect"
+        base.details["crash"] = str(run.features.get("crash") or "crash")
     return base
 
 
@@ -283,6 +289,7 @@ def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, t
             if not p.is_output:
                 continue
             tol = spec.tolerance.for_output(p.name, p.dtype)
+            _note_tolerance(base, p.name, tol)
             comps.append(compare(p.name, out.outputs[p.name], ref[p.name], tol,
                                  poison=arg if p.role == "out" else None))
         per_config.setdefault(case.config, []).extend(comps)
@@ -347,6 +354,14 @@ def _note_isolation(base: EvalResult) -> None:
                                                                "filesystem", "network", "pid_namespace",
                                                                "process_cleanup", "read_all_files", "strict", "uid")
                                      if k in iso}
+
+
+def _note_tolerance(base: EvalResult, output: str, tol: tuple[float, float] | None) -> None:
+    """Record the check each output was held to (``details["tolerances"]``), so an error figure
+    can be read against it: ``{"rtol", "atol"}`` (``atol`` times the output's largest ``|ref|``),
+    or ``"exact"``; ``max_rel_error`` is ``|err| / max(|ref|, atol * max|ref|)`` (compare.rel_floor)."""
+    base.details.setdefault("tolerances", {})[output] = (
+        "exact" if tol is None else {"rtol": tol[0], "atol": tol[1], "atol_scaled_by": "max |ref| of the output"})
 
 
 def _input_results(per_config: dict[str, list[Comparison]]) -> list[InputResult]:
@@ -428,6 +443,7 @@ def _evaluate_torch(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, 
                 continue
             dtype = str(ref.dtype)
             tol = spec.tolerance.for_output(name, dtype)
+            _note_tolerance(base, name, tol)
             comps.append(compare(name, out.outputs[name], ref, tol))
         per_config.setdefault(out.config, []).extend(comps)
         outputs_by_case.append((out, out, out.reference))

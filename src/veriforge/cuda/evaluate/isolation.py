@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .backend import BackendRun
+from .backend import BackendRun, describe_exit
 
 __all__ = ["ZYGOTE_BACKENDS", "ConfinedRun", "candidate_env", "run_confined", "run_isolated", "serve_request",
            "uses_zygote"]
@@ -77,11 +77,13 @@ def run_isolated(backend: str, method: str, request: Any, timeout_s: float, *, e
                 result.log = (result.log + "\n" + _tail(stdout + stderr)).strip()
             return result
         if lost or code is None:
-            reason = "its fork server died"
+            label, reason = "lost", "its fork server died"
         else:
-            reason = f"signal {-code}" if code < 0 else f"exit status {code}"
+            label, reason = describe_exit(code, stderr)
+            reason = f"it {reason}"
         return BackendRun(status="crash", message=f"{what} crashed the evaluation process ({reason}):\n"
-                                                  f"{_tail(stderr) or '(no output)'}", log=_tail(stdout + stderr))
+                                                  f"{_tail(stderr) or '(no output)'}", log=_tail(stdout + stderr),
+                          features={"crash": label})
 
 
 _PASS_ENV = ("VF_CPU_THREADS", "VF_FIBER_STACK_KB", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",

@@ -91,6 +91,9 @@ template <class T> struct LockstepPtr {
     template <class U, class = std::enable_if_t<!std::is_same_v<std::decay_t<U>, LockstepPtr> &&
                                                 std::is_convertible_v<const U&, volatile T*>>>
     LockstepPtr(const U& u) : p(u) {}
+    // `(volatile T*)address`: an integer made into a pointer, as the cast would on a GPU
+    template <class I, class = std::enable_if_t<std::is_integral_v<I>>>
+    explicit LockstepPtr(I address) : p(reinterpret_cast<volatile T*>(static_cast<std::uintptr_t>(address))) {}
     operator volatile T*() const { return p; }
     template <class U> explicit operator U*() const { return (U*)p; }
 
