@@ -17,6 +17,10 @@ class ConfigError(VeriforgeError):
     """Invalid or inconsistent configuration (file, environment or flags)."""
 
 
+class InputFileError(ConfigError):
+    """A file the user named cannot be read as source text (missing, unreadable, not UTF-8)."""
+
+
 class StoreError(VeriforgeError):
     """The run store could not be opened, migrated or written."""
 

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperCommand
 
+from veriforge.core import defaults
+
 if TYPE_CHECKING:
     from veriforge.cuda.toolchain import CompileResult
 
@@ -114,7 +116,8 @@ def _resources_table(result: CompileResult, title: str) -> Any:
 @app.command("compile")
 def compile_cmd(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="CUDA source (.cu).")],
-    arch: Annotated[str, typer.Option("--arch", "-a", help="Target architecture: sm_75 … sm_120.")] = "sm_90",
+    arch: Annotated[str | None, typer.Option("--arch", "-a", help="Target architecture: sm_75 … sm_120. Default: "
+                                             f"setting cuda.arch, {defaults.CUDA_ARCH}.")] = None,
     ptx: Annotated[bool, typer.Option("--ptx", help="Produce PTX instead of a cubin.")] = False,
     flag: Annotated[
         list[str] | None,
@@ -129,9 +132,11 @@ def compile_cmd(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompile even if the result is cached.")] = False,
 ) -> None:
     """Compile FILE with nvcc and show per-kernel resources (registers, shared memory, spills, …)."""
+    from veriforge.core.config import active_settings
     from veriforge.cuda import toolchain
     from veriforge.errors import CudaError, ToolchainNotFoundError
 
+    arch = arch or active_settings().cuda.arch
     source = _read_source(file)
     includes = [file.parent.resolve(), *(include or [])]
     try:

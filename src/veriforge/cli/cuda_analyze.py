@@ -20,8 +20,10 @@ from typing import Annotated, Any
 
 import typer
 
+from veriforge.core import defaults
+
 EXIT_SETUP = 2
-DEFAULT_GPU = "H100-SXM"
+DEFAULT_GPU = defaults.CUDA_GPU
 
 
 def _dims(text: str, what: str) -> tuple[int, ...]:
@@ -89,17 +91,21 @@ def analyze_cmd(
         "--arch", help="target architecture (default: the --gpu's, sm_90 without an estimate)")] = None,
     smem: Annotated[int, typer.Option("--smem", help="dynamic shared memory bytes per block")] = 0,
     no_nvcc: Annotated[bool, typer.Option("--no-nvcc", help="skip ptxas (resources/occupancy unknown)")] = False,
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU the cost model estimates the launch's time for")] = DEFAULT_GPU,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU the cost model estimates the launch's time for. "
+                                            f"Default: setting cuda.gpu, {DEFAULT_GPU}.")] = None,
     no_estimate: Annotated[bool, typer.Option("--no-estimate", help="skip the cost-model estimate")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Static structure analysis of one kernel for one launch (no GPU needed), and the cost model's
     estimated time of that launch on --gpu."""
+    from veriforge.core.config import active_settings
     from veriforge.cuda import analysis
     from veriforge.errors import VeriforgeError
 
+    settings = active_settings()
+    gpu = gpu or settings.cuda.gpu
     if arch is None:
-        arch = "sm_90"
+        arch = settings.cuda.arch
         if not no_estimate:
             from veriforge.cuda.arch import get_gpu
 

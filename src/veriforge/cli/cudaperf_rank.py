@@ -57,7 +57,8 @@ def pairs_cmd(
     store: Annotated[Path | None, typer.Option("--store", help="run store: caches evaluations; with --from-store "
                                                "also the source of pairs")] = None,
     from_store: Annotated[bool, typer.Option("--from-store", help="pairs from the store's evaluations")] = False,
-    backend: Annotated[str, typer.Option("--backend", help="cpu (estimated times) or gpu (measured)")] = "cpu",
+    backend: Annotated[str | None, typer.Option("--backend", help="cpu (estimated times) or gpu (measured; "
+                                                "default: setting cuda.backend, cpu)")] = None,
     min_speedup: Annotated[float, typer.Option("--min-speedup", help="label only pairs this far apart")] = 1.1,
     configs: Annotated[str, typer.Option("--configs", help="with --tasks: evaluate only these configurations "
                                          "(comma-separated; default all)")] = "",
@@ -65,8 +66,10 @@ def pairs_cmd(
                                                    "of time (measured, estimated, emulated)")] = None,
 ) -> None:
     """Build (faster, slower) pairs per task and configuration."""
+    from veriforge.core.config import active_settings
     from veriforge.cudaperf.pairs import PairError, pairs_from_rows, pairs_from_store, pairs_from_tasks, write_pairs
 
+    backend = backend or active_settings().cuda.backend
     if sum(bool(x) for x in (tasks, rows, from_store)) != 1:
         _fail("give exactly one source of pairs: --tasks, --rows or --from-store")
     if from_store and store is None:

@@ -48,11 +48,13 @@ def _model(model: str, base_url: str | None) -> str:
 def refine_cmd(
     target: Annotated[str, typer.Argument(help="Bundled task id (c2cuda/sum_reduce), task folder, or a "
                                           "KernelBench-format .py problem.")],
-    model: Annotated[str, typer.Option("--model", "-m", help="Model string (docs/llm.md), e.g. vllm:Qwen/..., "
-                                       "NAME with --base-url, or scripted:FILE.jsonl to replay answers.")],
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model string (docs/llm.md), e.g. "
+                                              "vllm:Qwen/..., NAME with --base-url, or scripted:FILE.jsonl to "
+                                              "replay answers (default: setting llm.model).")] = None,
     turns: Annotated[int, typer.Option("--turns", "-k", min=1, help="Turns (attempts) in the episode.")] = 3,
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint for --model.")] = None,
-    backend: Annotated[str, typer.Option("--backend", "-b", help="cpu (estimated times) or gpu (measured).")] = "cpu",
+    backend: Annotated[str | None, typer.Option("--backend", "-b", help="cpu (estimated times) or gpu (measured). "
+                                                "Default: setting cuda.backend, cpu.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the run folders (report.html, attempts, "
                                       "best source).")] = Path("cudaperf-refine-out"),
     resume: Annotated[str | None, typer.Option("--resume", help="Resume an interrupted run by its id.")] = None,
@@ -67,6 +69,14 @@ def refine_cmd(
     feedback; every attempt goes to the run store and an HTML report."""
     from rich.console import Console
 
+    from veriforge.core.config import active_settings
+
+    settings = active_settings()
+    model = model or settings.llm.model
+    if not model:
+        _fail("no model: give --model or set llm.model (--set llm.model=..., veriforge.toml); see docs/llm.md")
+    assert model is not None
+    backend = backend or settings.cuda.backend
     console = Console()
     try:
         _run(console, target, _model(model, base_url), turns, backend, out, resume, reward_preset, temperature,

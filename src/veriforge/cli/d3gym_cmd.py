@@ -24,7 +24,15 @@ def _fail(text: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def _model(model: str | None) -> str | None:
+    """``--model``, else the ``llm.model`` setting of this invocation (``--set``/config/env)."""
+    from veriforge.core.config import active_settings
+
+    return model or active_settings().llm.model
+
+
 def _client(model: str | None, store: Any) -> Any:
+    model = _model(model)
     if not model:
         return None
     from veriforge.llm import create_client
@@ -82,7 +90,8 @@ def build_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the task folders into.")],
     model: Annotated[
         str | None,
-        typer.Option("--model", "-m", help="Model for the filter, rewrite, instructions and evaluators."),
+        typer.Option("--model", "-m", help="Model for the filter, rewrite, instructions and evaluators "
+                     "(default: setting llm.model; none: rule-based stages only)."),
     ] = None,
     offline: Annotated[bool, typer.Option("--offline", help="Install only from --wheel-dir.")] = False,
     wheel_dir: Annotated[Path | None, typer.Option("--wheel-dir", help="Local wheel directory.")] = None,
@@ -186,7 +195,8 @@ def _missing(what: str, exc: Exception) -> None:
 def run_cmd(
     tasks: Annotated[Path, typer.Argument(help="Folder of task folders.")],
     agent: Annotated[str, typer.Option("--agent", help="Agent to run.")] = "baseline",
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model for the agent.")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model for the agent (default: setting "
+                                              "llm.model).")] = None,
     n: Annotated[int, typer.Option("--n", min=1, help="Trajectories per task.")] = 1,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Where trajectories are written.")] = None,
 ) -> None:
@@ -199,7 +209,7 @@ def run_cmd(
         _missing("run", exc)
         return
     try:
-        code = runner(tasks=tasks, agent=agent, model=model, n=n, out=out)
+        code = runner(tasks=tasks, agent=agent, model=_model(model), n=n, out=out)
     except VeriforgeError as exc:
         _fail(str(exc))
         return

@@ -13,11 +13,14 @@ from typing import Annotated, Any
 
 import typer
 
+from veriforge.core import defaults
+
 
 def eval_cmd(
     task: Annotated[str, typer.Argument(help="task id, family/id, or task folder")],
     candidate: Annotated[Path, typer.Argument(help="candidate source file (.cu or .py)")],
-    backend: Annotated[str, typer.Option("--backend", "-b", help="cpu or gpu")] = "cpu",
+    backend: Annotated[str | None, typer.Option("--backend", "-b", help="cpu or gpu (default: setting "
+                                                f"cuda.backend, {defaults.CUDA_BACKEND})")] = None,
     profile: Annotated[bool, typer.Option("--profile", help="Nsight Compute profile (GPU back-end)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the full result as JSON")] = False,
     trials: Annotated[int, typer.Option("--trials", help="fresh-input trials per configuration (>= 2)")] = 2,
@@ -27,8 +30,10 @@ def eval_cmd(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="do not use the run store")] = False,
 ) -> None:
     """Evaluate CANDIDATE on TASK: correctness on every configuration, anti-cheat, time."""
+    from veriforge.core.config import active_settings
     from veriforge.errors import VeriforgeError
 
+    backend = backend or active_settings().cuda.backend
     if not candidate.is_file():
         typer.echo(f"error: {candidate} is not a file", err=True)
         raise typer.Exit(2)

@@ -21,6 +21,8 @@ from typing import Annotated, Any
 
 import typer
 
+from veriforge.core import defaults
+
 
 def _fail(text: str, code: int = 2) -> None:
     typer.echo(f"error: {text}", err=True)
@@ -39,7 +41,7 @@ def generate_cmd(
     task: Annotated[str | None, typer.Option(
         "--task", "-t", help="task id or folder that verifies the kernel")] = None,
     model: Annotated[str | None, typer.Option(
-        "--model", "-m", help="model string (default: [llm] model)")] = None,
+        "--model", "-m", help="model string (default: setting llm.model)")] = None,
     thoughts: Annotated[str | None, typer.Option(
         "--thoughts", help="comma-separated thought names (default: all)")] = None,
     thoughts_file: Annotated[Path | None, typer.Option(
@@ -48,12 +50,14 @@ def generate_cmd(
         "--rounds", "-k", help="turns per thought (compile/verify feedback)")] = 3,
     no_optimize: Annotated[bool, typer.Option(
         "--no-optimize", help="stop after generation (no OptiML-X)")] = False,
-    budget: Annotated[int, typer.Option(
-        "--budget", "-n", help="OptiML-X evaluations (incl. the start)")] = 30,
+    budget: Annotated[int | None, typer.Option(
+        "--budget", "-n", min=1, help="OptiML-X evaluations (incl. the start; default: setting optiml.budget, "
+        f"{defaults.OPTIML_BUDGET})")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="output folder (default ./optiml-<task>)")] = None,
-    backend: Annotated[str, typer.Option(
-        "--backend", "-b", help="cpu (estimated time) or gpu (measured)")] = "cpu",
+    backend: Annotated[str | None, typer.Option(
+        "--backend", "-b", help="cpu (estimated time) or gpu (measured; default: setting cuda.backend, "
+        f"{defaults.CUDA_BACKEND})")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="thoughts generated at once")] = 4,
     temperature: Annotated[float | None, typer.Option("--temperature", help="sampling temperature")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the outcome as JSON")] = False,
@@ -61,10 +65,10 @@ def generate_cmd(
     """Generate a verified CUDA kernel with a Mixture of Thoughts, then optimise it by search."""
     from veriforge.errors import VeriforgeError
 
+    backend = backend or _settings(ctx).cuda.backend
+    budget = budget if budget is not None else _settings(ctx).optiml.budget
     if backend not in ("cpu", "gpu"):
         _fail(f"--backend must be cpu or gpu, got {backend!r}")
-    if budget < 1:
-        _fail("--budget must be >= 1")
     store = None
     try:
         from veriforge.core.store import RunStore

@@ -12,11 +12,24 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from veriforge import __version__
 from veriforge.errors import VeriforgeError
 
+
+class _RootGroup(TyperGroup):
+    """The root group; remembers whether the rest of the command line asks for ``--help`` (click
+    clears the remaining arguments before the root callback runs), so help never loads settings."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        ctx.meta["veriforge.help"] = _asks_for_help([*getattr(ctx, "_protected_args", []), *rest])
+        return rest
+
+
 app = typer.Typer(
+    cls=_RootGroup,
     name="veriforge",
     help="Verified program generation: propose programs, then compile, run, check and measure them.",
     no_args_is_help=True,
@@ -25,18 +38,46 @@ app = typer.Typer(
 )
 
 
+def _hide_flag_placeholders() -> None:
+    """Show no value placeholder for on/off flags in ``--help``.
+
+    typer 0.29 prints the parameter's type next to every option, so ``--json`` reads ``--json
+    <bool>`` as if it took a value; a flag takes none. Options with a value keep theirs.
+    """
+    from typer.core import TyperOption
+
+    if getattr(TyperOption.display_type_rich, "_veriforge", False):
+        return
+    original = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        if self.is_flag and not self.count and self.metavar is None:
+            return None
+        return original(self, ctx)
+
+    display_type_rich._veriforge = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_hide_flag_placeholders()
+
+
 class CliState:
     """Global options shared by every command: the config file and ``--set`` overrides.
 
-    Settings are loaded lazily so commands that do not need them pay nothing for them.
+    The root callback builds the settings once per invocation (so a bad ``--set`` or config file
+    fails every command the same way, before any work) and activates them for the command's
+    duration (:func:`veriforge.core.config.activate`), so library code deep inside a command
+    (the run store's default path, model clients, the CPU runtime's time limit) sees them too.
     """
 
     def __init__(self, config_file: Path | None, overrides: dict[str, Any]) -> None:
         self.config_file = config_file
         self.overrides = overrides
-        self._settings = None
+        self._settings: Any = None
 
-    def settings(self):
+    def settings(self) -> Any:
+        """The :class:`~veriforge.core.config.Settings` of this invocation (loaded on first use)."""
         if self._settings is None:
             from veriforge.core.config import load_settings
 
@@ -88,12 +129,29 @@ def _root(
     ] = False,
 ) -> None:
     ctx.obj = CliState(config, parse_overrides(set_ or []))
-    strict = str(ctx.obj.overrides.get("sandbox", {}).get("strict", "")).strip().lower()
-    if strict in ("1", "true", "yes", "on"):
-        # Every sandboxed run of this command (any depth) refuses to run without full isolation.
+    if ctx.resilient_parsing or ctx.meta.get("veriforge.help", False):
+        return  # help never depends on (or fails on) the settings
+    from veriforge.core.config import activate
+
+    settings = ctx.obj.settings()
+    previous = activate(settings)
+    ctx.call_on_close(lambda: activate(previous))
+    if settings.sandbox.strict:
+        # Every sandboxed run of this command (any depth, child processes included) refuses to
+        # run without full isolation; the sandbox reads this variable cheaply.
         import os
 
         os.environ["VERIFORGE_SANDBOX__STRICT"] = "1"
+
+
+def _asks_for_help(args: list[str]) -> bool:
+    """Whether the rest of the command line asks for ``--help`` (before any ``--``)."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--help":
+            return True
+    return False
 
 
 def state(ctx: typer.Context) -> CliState:
@@ -102,6 +160,11 @@ def state(ctx: typer.Context) -> CliState:
     if not isinstance(root.obj, CliState):
         root.obj = CliState(None, {})
     return root.obj
+
+
+def settings_of(ctx: typer.Context) -> Any:
+    """The settings every command receives: defaults < TOML file < environment < ``--set``."""
+    return state(ctx).settings()
 
 
 def _register() -> None:

@@ -19,8 +19,8 @@ from veriforge.errors import VeriforgeError
 app = typer.Typer(help="ReM-MoA: Mixture-of-Agents with a ranked reasoning memory.", no_args_is_help=True)
 
 ALL_METHODS = "rem_moa,moa,self_moa,self_consistency,single"
-REVIEWER_HELP = ("Reviewer (overrides [reviewer]): reward:DIR (distilled reward model), judge:module:attr, "
-                 "llm, or a model string for the LLM judge.")
+REVIEWER_HELP = ("Reviewer (overrides the config's reviewer table): reward:DIR (distilled reward model), "
+                 "judge:module:attr, llm, or a model string for the LLM judge.")
 
 
 def _fail(text: str, code: int = 2) -> None:
@@ -34,8 +34,8 @@ def _settings(ctx: typer.Context) -> Any:
     return state(ctx).settings()
 
 
-FINAL_HELP = ("ReM-MoA final answer: weighted_vote (default), top, vote or aggregate (overrides [final] policy; "
-              "docs/moa.md, Final answer).")
+FINAL_HELP = ("ReM-MoA final answer: weighted_vote (default), top, vote or aggregate (overrides the config's "
+              "final.policy; docs/moa.md, Final answer).")
 
 
 def _config(path: Path | None, reviewer: str | None = None, final: str | None = None,
@@ -290,7 +290,7 @@ def distill_cmd(
     out: Annotated[Path, typer.Option("--out", help="Output directory (judgements, report, reviewer).")],
     data: Annotated[Path | None, typer.Option("--data", help="Traces JSONL (e.g. from `moa ask --traces-out` "
                                                             "or `moa bench --export-distill`).")] = None,
-    teacher: Annotated[str | None, typer.Option("--teacher", help="Teacher model string (default: [llm] model).")]
+    teacher: Annotated[str | None, typer.Option("--teacher", help="Teacher model string (default: setting llm.model).")]
     = None,
     steps: Annotated[int, typer.Option("--steps", min=1)] = 100,
     learning_rate: Annotated[float, typer.Option("--learning-rate")] = 1e-5,

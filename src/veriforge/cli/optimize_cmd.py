@@ -14,10 +14,11 @@ from typing import Annotated, Any
 
 import typer
 
+from veriforge.core import defaults
 from veriforge.errors import VeriforgeError
 
 DEMO_TASK = "c2cuda/matmul_transposed_b"
-DEMO_BUDGET = 20
+DEMO_BUDGET = defaults.OPTIML_DEMO_BUDGET
 
 
 def _fail(text: str, code: int = 2) -> None:
@@ -95,21 +96,32 @@ def _write_user_kernel(console: Any, built: Any, best_source: str, path: Path) -
 
 
 def optimize_cmd(
+    ctx: typer.Context,
     target: Annotated[str | None, typer.Argument(
         help="KERNEL.cu (with --task unless it lives in a task folder) or a task id/folder; "
              "omit for the demo.")] = None,
     task: Annotated[str | None, typer.Option("--task", "-t", help="Task (bundled id or folder) that "
                                              "verifies the kernel: reference + input configurations.")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Also propose edits with this model "
-                                              "(built-in operators always run).")] = None,
-    backend: Annotated[str, typer.Option("--backend", "-b", help="cpu (estimated times) or gpu (measured).")] = "cpu",
-    budget: Annotated[int | None, typer.Option("--budget", "-n", help="Evaluations (distinct kernels).")] = None,
-    time_limit: Annotated[float | None, typer.Option("--time-limit", help="Stop dispatching after S seconds.")] = None,
+                                              "(built-in operators always run). Default: setting llm.model "
+                                              "(none for the demo).")] = None,
+    backend: Annotated[str | None, typer.Option("--backend", "-b", help="cpu (estimated times) or gpu (measured). "
+                                                "Default: setting cuda.backend, "
+                                                f"{defaults.CUDA_BACKEND}.")] = None,
+    budget: Annotated[int | None, typer.Option("--budget", "-n", min=1, help="Evaluations (distinct kernels, the "
+                                               "start included). Default: setting optiml.budget, "
+                                               f"{defaults.OPTIML_BUDGET} (the demo: {DEMO_BUDGET}); "
+                                               "none with --time-limit alone.")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.001,
+                                                     help="Stop dispatching after S seconds.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("optiml-out"),
-    algo: Annotated[str, typer.Option("--algo", help="mcts, random or greedy (hill climbing).")] = "mcts",
-    seed: Annotated[int, typer.Option("--seed", help="Search seed (runs are deterministic).")] = 0,
+    algo: Annotated[str | None, typer.Option("--algo", help="mcts, random or greedy (hill climbing). Default: "
+                                             f"setting optiml.algorithm, {defaults.OPTIML_ALGORITHM}.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Search seed (runs are deterministic). Default: "
+                                             f"setting optiml.seed, {defaults.OPTIML_SEED}.")] = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="Resume (or name) a run in the run store.")] = None,
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU the cost model estimates for.")] = "H100-SXM",
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU the cost model estimates for. Default: setting "
+                                            f"cuda.gpu, {defaults.CUDA_GPU}.")] = None,
     demo: Annotated[bool, typer.Option("--demo", help="Run the bundled demo (the default without TARGET).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress display.")] = False,
     kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="Your own kernel: the __global__ function "
@@ -140,18 +152,36 @@ def optimize_cmd(
     report.html to --out."""
     from rich.console import Console
 
+    from veriforge.cli.main import settings_of
+
+    settings = settings_of(ctx)
+    opt = settings.optiml
+    backend = backend or settings.cuda.backend
+    algo = algo or opt.algorithm
+    seed = seed if seed is not None else opt.seed
+    gpu = gpu or settings.cuda.gpu
     console = Console()
     if demo or (target is None and task is None):
         target, task = DEMO_TASK, None
-        budget = budget if budget is not None else DEMO_BUDGET
+        # The demo keeps its own small budget unless one is asked for (flag or explicit setting).
+        budget = budget if budget is not None else opt.budget if "budget" in opt.model_fields_set else DEMO_BUDGET
         console.print(f"[bold]OptiML-X demo[/]: the naive kernel of {DEMO_TASK}, built-in edit operators, "
                       "CPU back-end (estimated times; no GPU, no model, no network)")
+    else:
+        model = model or settings.llm.model
+    if budget is None and time_limit is None:
+        budget = opt.budget
     user = None
     own_launch = False
     if target is not None and str(target).endswith((".cu", ".cuh")) and task is None and Path(target).is_file():
+        from veriforge.core.sourcefile import read_source
         from veriforge.optiml.xsearch import _task_folder_near
 
-        own_launch = "<<<" in Path(target).read_text() and _task_folder_near(Path(target).resolve()) is None
+        try:
+            text = read_source(target)
+        except VeriforgeError as exc:
+            _fail(str(exc))
+        own_launch = "<<<" in text and _task_folder_near(Path(target).resolve()) is None
     if own_launch or host is not None or kernel is not None or any(x for x in (grid, block, param, size, init,
                                                                                reference)):
         if task is not None:
@@ -162,11 +192,26 @@ def optimize_cmd(
                   "--block EXPR --param NAME=VALUE")
         user = {"kernel": kernel, "grid": grid, "block": block, "param": param, "size": size, "init": init,
                 "reference": reference, "host": host, "emulation_budget": emulation_budget}
+    _say_family(console, task if task is not None else target)
     try:
         _run(console, target, task, model, backend, budget, time_limit, out, algo, seed, run_id, gpu, quiet,
              user)
     except VeriforgeError as exc:
         _fail(str(exc))
+
+
+def _say_family(console: Any, ref: str | None) -> None:
+    """One line when a bare task id is bundled in several families: OptiML-X optimises ``.cu``
+    kernels, so it takes the C→CUDA task (resolve_inputs does the same)."""
+    if ref is None:
+        return
+    from veriforge.cuda.tasks.load import bundled_families
+
+    families = bundled_families(ref)
+    if len(families) > 1 and "c2cuda" in families:
+        others = ", ".join(f"{f}/{ref}" for f in families if f != "c2cuda")
+        console.print(f"task {ref}: using c2cuda/{ref}, the .cu kernel task ({others} is not a .cu task)",
+                      markup=False, highlight=False)
 
 
 def _run(console: Any, target: str | None, task: str | None, model: str | None, backend: str,
@@ -179,8 +224,6 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
     from veriforge.optiml.report import write_outputs
     from veriforge.optiml.xsearch import XSearchSettings, optimize, resolve_inputs
 
-    if budget is None and time_limit is None:
-        budget = 40
     settings = XSearchSettings(algorithm=algo, max_evaluations=budget, max_seconds=time_limit, seed=seed,
                                backend=backend, gpu=gpu)
     built = None

@@ -47,14 +47,27 @@ def list_cmd(
         typer.echo(json.dumps({"tasks": rows, "broken": broken}, indent=2))
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{len(rows)} task(s)")
-    for col in ("id", "family", "category", "configs", "impls", "title"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["id"], r["family"], r["category"], str(r["configs"]), str(r["impls"]), r["title"])
-    Console().print(table)
+    # Ids are what a user copies into the next command: never shortened. Not on a terminal (a
+    # pipe, a CI log) or on one too narrow for a readable table: one tab-separated line per task.
+    widest = max((len(r["id"]) for r in rows), default=2)
+    console = Console()
+    if not console.is_terminal or console.width < widest + 70:
+        typer.echo(f"{len(rows)} task(s)\nid\tfamily\tcategory\tconfigs\timpls\ttitle")
+        for r in rows:
+            typer.echo(f"{r['id']}\t{r['family']}\t{r['category']}\t{r['configs']}\t{r['impls']}\t{r['title']}")
+    else:
+        table = Table(title=f"{len(rows)} task(s)")
+        table.add_column("id", no_wrap=True, min_width=widest)
+        for col in ("family", "category", "configs", "impls"):
+            table.add_column(col, no_wrap=True)
+        table.add_column("title", overflow="fold")
+        for r in rows:
+            table.add_row(r["id"], r["family"], r["category"], str(r["configs"]), str(r["impls"]),
+                          escape(r["title"]))  # titles such as "y[b] = A[b] * x[b]" are not markup
+        console.print(table)
     for b in broken:
         typer.echo(f"broken: {b}", err=True)
 

@@ -1,7 +1,7 @@
 """One typed settings tree for all of veriforge.
 
-Every knob lives in :class:`Settings` (sections ``store``, ``llm``, ``sandbox``, ``cuda``) and is
-read from four places; a later one wins, key by key (nested dicts are merged, not replaced):
+Every knob lives in :class:`Settings` (sections ``store``, ``llm``, ``sandbox``, ``cuda``,
+``optiml``) and is read from four places; a later one wins, key by key (nested dicts are merged, not replaced):
 
 1. defaults (the field defaults below),
 2. a TOML file: the explicit ``config_file`` argument, else ``$VERIFORGE_CONFIG``, else
@@ -12,6 +12,11 @@ read from four places; a later one wins, key by key (nested dicts are merged, no
 
 Typos are errors, not silently ignored: an unknown key anywhere raises :class:`ConfigError`
 naming it and where it came from; an invalid value names the field path.
+
+The ``veriforge`` command builds one :class:`Settings` per invocation (``--config``/``--set``) and
+makes it the *active* settings (:func:`activate`) for the whole command, so library code that falls
+back to "the user's settings" (:func:`active_settings`: the run store's path, model clients, the CPU
+runtime's program time limit) sees the same overrides as the command itself.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from veriforge.core import defaults
 from veriforge.errors import ConfigError
 
 __all__ = [
@@ -37,10 +43,13 @@ __all__ = [
     "ENV_PREFIX",
     "CudaSettings",
     "LLMSettings",
+    "OptimlSettings",
     "Price",
     "SandboxSettings",
     "Settings",
     "StoreSettings",
+    "activate",
+    "active_settings",
     "find_config_file",
     "load_settings",
     "to_toml",
@@ -132,10 +141,14 @@ _ARCH = re.compile(r"^(sm|compute)_\d{2,3}[af]?$")
 
 
 class CudaSettings(_Section):
-    """CUDA toolchain choices: target architecture, which nvcc, CPU-runtime threads, and the default
-    time limit of a whole program on the CPU runtime (``veriforge cuda run``; None: 60 s)."""
+    """CUDA toolchain choices: target architecture, which nvcc, CPU-runtime threads, the default
+    time limit of a whole program on the CPU runtime (``veriforge cuda run``; None: 60 s), the
+    back-end candidates run on (``eval``, ``optimize``, ``generate``) and the GPU the cost model
+    estimates for (``optimize``, ``cuda analyze``)."""
 
-    arch: str = "sm_90"
+    arch: str = defaults.CUDA_ARCH
+    backend: str = defaults.CUDA_BACKEND
+    gpu: str = defaults.CUDA_GPU
     nvcc: Path | None = None
     cpu_threads: int | None = Field(default=None, ge=1)
     program_timeout_s: float | None = Field(default=None, gt=0)
@@ -145,6 +158,32 @@ class CudaSettings(_Section):
     def _valid_arch(cls, value: str) -> str:
         if not _ARCH.match(value):
             raise ValueError(f"arch must look like sm_90, sm_90a or compute_80, got {value!r}")
+        return value
+
+    @field_validator("backend")
+    @classmethod
+    def _valid_backend(cls, value: str) -> str:
+        if value not in ("cpu", "gpu"):
+            raise ValueError(f"backend must be cpu or gpu, got {value!r}")
+        return value
+
+
+class OptimlSettings(_Section):
+    """OptiML-X search defaults (``veriforge optimize`` and the search after ``veriforge generate``).
+
+    ``budget`` counts evaluations (distinct kernels, the start included); the bundled demo uses
+    its own smaller budget unless this one is set explicitly (see :mod:`veriforge.core.defaults`).
+    """
+
+    budget: int = Field(default=defaults.OPTIML_BUDGET, ge=1)
+    algorithm: str = defaults.OPTIML_ALGORITHM
+    seed: int = defaults.OPTIML_SEED
+
+    @field_validator("algorithm")
+    @classmethod
+    def _valid_algorithm(cls, value: str) -> str:
+        if value not in ("mcts", "random", "greedy"):
+            raise ValueError(f"algorithm must be mcts, random or greedy, got {value!r}")
         return value
 
 
@@ -180,6 +219,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     cuda: CudaSettings = Field(default_factory=CudaSettings)
+    optiml: OptimlSettings = Field(default_factory=OptimlSettings)
 
     _config_file: Path | None = PrivateAttr(default=None)
 
@@ -336,6 +376,25 @@ def load_settings(config_file: str | Path | None = None,
         _FILE_LAYER.reset(token)
     settings._config_file = path
     return settings
+
+
+# The settings of the running command (see the module docstring). A plain module global, not a
+# context variable: the command's worker threads must see it too.
+_ACTIVE: Settings | None = None
+
+
+def activate(settings: Settings | None) -> Settings | None:
+    """Make ``settings`` the ones :func:`active_settings` returns (``None``: back to loading them);
+    returns the previously active settings so a caller can restore them."""
+    global _ACTIVE
+    previous, _ACTIVE = _ACTIVE, settings
+    return previous
+
+
+def active_settings() -> Settings:
+    """The settings of the running ``veriforge`` command (its ``--config``/``--set`` included), else
+    the user's settings from the file and the environment (:func:`load_settings`)."""
+    return _ACTIVE if _ACTIVE is not None else load_settings()
 
 
 def _drop_none(value: Any) -> Any:

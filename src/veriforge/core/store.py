@@ -793,10 +793,10 @@ _MISSING = object()
 
 
 def _default_path(settings: Settings | None) -> Path:
-    from veriforge.core.config import load_settings
+    from veriforge.core.config import active_settings
     from veriforge.core.paths import home
 
-    settings = settings if settings is not None else load_settings()
+    settings = settings if settings is not None else active_settings()
     return settings.store.path or home() / "runs.sqlite"
 
 

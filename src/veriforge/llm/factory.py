@@ -23,12 +23,12 @@ DEFAULT_TRACE_NAME = Path("traces") / "llm.jsonl"
 
 
 def _settings(settings: Any | None) -> Any:
-    """The given LLM settings, else the user's effective ones (TOML file < environment)."""
+    """The given LLM settings, else the running command's (TOML file < environment < ``--set``)."""
     if settings is not None:
         return settings
-    from veriforge.core.config import load_settings
+    from veriforge.core.config import active_settings
 
-    return load_settings().llm
+    return active_settings().llm
 
 
 def _api_key(spec: ModelSpec, settings: Any) -> str | None:

@@ -330,9 +330,9 @@ def resolve_client(model: str | None = None, settings: Any | None = None,
     from veriforge.llm.errors import LLMConfigError
 
     if settings is None:
-        from veriforge.core.config import load_settings
+        from veriforge.core.config import active_settings
 
-        settings = load_settings()
+        settings = active_settings()
     configured = model or getattr(getattr(settings, "llm", None), "model", None)
     if not configured:
         from veriforge.llm.naming import no_model_message

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from veriforge.core.sourcefile import read_source
 from veriforge.core.types import Candidate
 from veriforge.errors import ConfigError
 from veriforge.optiml.source_scan import unparen
@@ -295,7 +296,7 @@ def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | Non
     path = Path(kernel_file)
     if not path.is_file():
         raise UserKernelError(f"kernel file {path} does not exist")
-    source = path.read_text()
+    source = read_source(path)
     if GENERATED_MARK in source:
         source = source.split(GENERATED_MARK)[0].rstrip() + "\n"
     if kernel is None:
@@ -317,7 +318,7 @@ def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | Non
         hpath = Path(host) if host is not None else path
         if not hpath.is_file():
             raise UserKernelError(f"--host {hpath} does not exist")
-        inferred = infer_launch(hpath.read_text() if host is not None else source, kernel, sig, hpath.name)
+        inferred = infer_launch(read_source(hpath) if host is not None else source, kernel, sig, hpath.name)
         grid = grid or inferred.grid
         block = block or inferred.block
         sizes = {**inferred.sizes, **sizes}
@@ -393,7 +394,7 @@ def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | Non
         mpath = Path(mod)
         if not mpath.is_file():
             raise UserKernelError(f"--reference: {mpath} does not exist")
-        ref_text, ref_fn = mpath.read_text(), fn
+        ref_text, ref_fn = read_source(mpath), fn
     configs = [("given", values), *_derived(values)]
     digest = hashlib.sha256("\0".join([USER_TASK_VERSION, start_source, "\n".join(lines), repr(configs),
                                        ref_text or "", ref_fn or "", backend,

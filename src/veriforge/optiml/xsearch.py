@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from veriforge.core import defaults
 from veriforge.core.hashing import content_hash
+from veriforge.core.sourcefile import read_source
 from veriforge.core.types import Candidate
 from veriforge.errors import ConfigError
 from veriforge.optiml.diagnosis import Finding, diagnose, primary_bottleneck
@@ -88,12 +90,12 @@ class XSearchSettings:
     on the CPU back-end a candidate past it is an *emulation limit* (not verified, not called wrong).
     """
 
-    algorithm: str = "mcts"
-    max_evaluations: int | None = 30
+    algorithm: str = defaults.OPTIML_ALGORITHM
+    max_evaluations: int | None = defaults.OPTIML_BUDGET
     max_seconds: float | None = None
-    seed: int = 0
-    backend: str = "cpu"
-    gpu: str = "H100-SXM"
+    seed: int = defaults.OPTIML_SEED
+    backend: str = defaults.CUDA_BACKEND
+    gpu: str = defaults.CUDA_GPU
     selection: str = "puct"
     regression_tolerance: float | None = 0.10
     suspicious_factor: float | None = 5.0
@@ -262,7 +264,7 @@ def resolve_inputs(target: str | Path | None, task: str | Path | None = None) ->
 
     def load(ref: str | Path) -> TaskSpec:
         try:
-            spec = load_task(find_task(ref))
+            spec = load_task(find_task(ref, prefer="c2cuda"))
         except TaskFormatError as exc:
             raise OptimizeInputError(str(exc)) from None
         if spec.family != "c2cuda":
@@ -283,7 +285,7 @@ def resolve_inputs(target: str | Path | None, task: str | Path | None = None) ->
                 "see docs/tasks.md), or --kernel NAME --grid EXPR --block EXPR --param NAME=VALUE to use the "
                 "original kernel as the reference (docs/optiml.md, 'Your own kernel'). Nothing was optimised.")
         spec = load(folder)
-        return spec, Candidate(source=path.read_text(), metadata={"path": str(path)}), path.name
+        return spec, Candidate(source=read_source(path), metadata={"path": str(path)}), path.name
     ref = target if target is not None else task
     if ref is None:
         raise OptimizeInputError("nothing to optimise: give a kernel file (.cu) with --task, or a task id")
@@ -431,7 +433,11 @@ def optimize(target: str | Path | None = None, *, task: str | Path | None = None
         result = engine.run_sync(start)
     except SearchError as exc:
         if "initial state was rejected" in str(exc):
-            raise OptimizeInputError(f"the starting kernel {label} cannot be optimised: {exc}") from None
+            why = str(exc)
+            path = str((start.metadata or {}).get("path") or "")
+            if path.endswith((".cu", ".cuh")):  # compiler messages name the user's file, not candidate.cu
+                why = why.replace("candidate.cu", Path(path).name)
+            raise OptimizeInputError(f"the starting kernel {label} cannot be optimised: {why}") from None
         raise
     skips = [{"proposer": getattr(p, "name", type(p).__name__), **s} for p in props
              for s in getattr(p, "skipped", None) or []]

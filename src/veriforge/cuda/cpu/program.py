@@ -156,9 +156,9 @@ def default_timeout() -> float:
     """The default time limit of a program: ``[cuda] program_timeout_s`` of the settings if that
     setting exists, else 60 s."""
     try:
-        from veriforge.core.config import load_settings
+        from veriforge.core.config import active_settings
 
-        value = getattr(load_settings().cuda, "program_timeout_s", None)
+        value = getattr(active_settings().cuda, "program_timeout_s", None)
     except Exception:  # a broken config file must not break running a program
         value = None
     return float(value) if value else DEFAULT_TIMEOUT

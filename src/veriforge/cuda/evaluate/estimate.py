@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from veriforge.core import defaults
 from veriforge.core import pyparse as _pyparse
 from veriforge.core.types import Measurement
 from veriforge.cuda.tasks.schema import TaskSpec
@@ -38,7 +39,7 @@ __all__ = ["DEFAULT_GPU", "ESTIMATE_VERSION", "MAX_DISTINCT_LAUNCHES", "MIN_TIMI
            "ConfigEstimate", "check_timing", "estimate_c", "estimate_candidate", "estimate_launches",
            "estimate_torch_configs", "estimate_torch_impl"]
 
-DEFAULT_GPU = "H100-SXM"
+DEFAULT_GPU = defaults.CUDA_GPU
 MAX_DISTINCT_LAUNCHES = 256
 #: Part of the evaluation cache key: results cached before unknown work made a time unknown are stale.
 #: 2: a launch with uncounted work makes its configuration's time unknown (with the reasons).

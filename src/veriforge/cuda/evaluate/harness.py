@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from veriforge.core.hashing import canonical_json, content_hash
+from veriforge.core.sourcefile import read_source
 from veriforge.core.types import Candidate, InputResult, Task, Verdict
 from veriforge.cuda.tasks.schema import TaskSpec
 
@@ -57,11 +58,28 @@ def resolve_candidate(candidate: Candidate | str | Path, family: str) -> Candida
     if isinstance(candidate, Candidate):
         return candidate
     if isinstance(candidate, Path):
-        return Candidate(source=candidate.read_text(), language=language, metadata={"path": str(candidate)})
+        return Candidate(source=read_source(candidate), language=language, metadata={"path": str(candidate)})
     text = str(candidate)
     if "\n" not in text and len(text) < 4096 and Path(text).is_file():
-        return Candidate(source=Path(text).read_text(), language=language, metadata={"path": text})
+        return Candidate(source=read_source(text), language=language, metadata={"path": text})
     return Candidate(source=text, language=language)
+
+
+def _with_user_file_name(result: EvalResult, cand: Candidate) -> EvalResult:
+    """Compiler messages name the candidate ``candidate.cu`` (its lines are already the user's);
+    when the candidate was read from the user's own file, say that file instead, so
+    ``my_kernel.cu:4:63: error`` points at it. Done on the way out, so cached results (stored
+    under the source's hash, whatever its file was called) read the same."""
+    path = str(cand.metadata.get("path") or "")
+    if not path or not path.endswith((".cu", ".cuh")) or not path.isprintable():
+        return result
+    name = Path(path).name
+    v = result.verdict
+    if "candidate.cu" not in v.reason and not any("candidate.cu" in r.message for r in v.results):
+        return result
+    fixed = [r.model_copy(update={"message": r.message.replace("candidate.cu", name)}) for r in v.results]
+    result.verdict = v.model_copy(update={"reason": v.reason.replace("candidate.cu", name), "results": fixed})
+    return result
 
 
 def _task_hash(spec: TaskSpec) -> str:
@@ -146,12 +164,12 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
         return res.to_dict()
 
     if store is None:
-        return EvalResult.from_dict(run())
+        return _with_user_file_name(EvalResult.from_dict(run()), cand)
     hit = store.get_evaluation(key)
     if hit is not None:
         result = EvalResult.from_dict(hit)
         result.cached = True
-        return result
+        return _with_user_file_name(result, cand)
     fresh = {"value": False}
 
     def run_marked() -> dict[str, Any]:
@@ -161,7 +179,7 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
     stored = store.evaluate_once(key, run_marked, kind=EVAL_KIND)
     result = EvalResult.from_dict(stored)
     result.cached = not fresh["value"]
-    return result
+    return _with_user_file_name(result, cand)
 
 
 SECRET_TRIAL_BASE = 1 << 40

@@ -67,8 +67,22 @@ def bundled_tasks(family: str | None = None) -> list[Path]:
     return out
 
 
-def find_task(ref: str | Path) -> Path:
-    """A task folder from a path, a bundled id (``vector_add``) or ``family/id``."""
+def bundled_families(ref: str | Path) -> list[str]:
+    """The families whose bundled tasks include the bare id ``ref`` (empty for paths and
+    ``family/id``), so a caller can say which one an ambiguous id resolved to."""
+    text = str(ref)
+    if "/" in text or (Path(text) / "task.toml").is_file():
+        return []
+    root = bundled_root()
+    return [fam for fam in FAMILIES if (root / fam / text / "task.toml").is_file()]
+
+
+def find_task(ref: str | Path, prefer: str | None = None) -> Path:
+    """A task folder from a path, a bundled id (``vector_add``) or ``family/id``.
+
+    A bare id bundled in several families is ambiguous unless the caller knows which family it
+    can use (``prefer``: OptiML-X optimises ``.cu`` kernels, so ``c2cuda``); then that one wins.
+    """
     path = Path(ref)
     if (path / "task.toml").is_file() or (path.name == "task.toml" and path.is_file()):
         return path.parent if path.name == "task.toml" else path
@@ -79,6 +93,8 @@ def find_task(ref: str | Path) -> Path:
     hits = [root / fam / text for fam in FAMILIES if (root / fam / text / "task.toml").is_file()]
     if len(hits) == 1:
         return hits[0]
+    if len(hits) > 1 and prefer is not None and (root / prefer / text / "task.toml").is_file():
+        return root / prefer / text
     if len(hits) > 1:
         raise TaskFormatError(f"task id {text!r} exists in several families; say {FAMILIES[0]}/{text} or "
                               f"{FAMILIES[1]}/{text}")

@@ -1,0 +1,182 @@
+"""``--config``/``--set`` reach every command (issue 19, part 5).
+
+Each command group gets one override that must change what the command *does*, observed through
+the command's own output or files (not just that the value parses): the search budget of
+``optimize``, the run store ``eval`` caches into, the program time limit of ``cuda run``, the GPU
+of ``cuda analyze``, the model ``generate``/``d3gym``/``cudaperf`` use, and so on. A bad key fails
+every command the same way, before any work; ``--help`` never depends on the settings.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from veriforge.cli.main import app
+from veriforge.core import defaults
+from veriforge.core.config import Settings, active_settings
+from veriforge.cuda.tasks import find_task
+
+runner = CliRunner()
+
+
+def _invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_settings_are_active_only_while_a_command_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = _invoke("--set", "optiml.budget=7", "config", "show", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["optiml"]["budget"] == 7
+    # After the command the overrides are gone (no leak into the next command or the caller).
+    assert active_settings().optiml.budget == defaults.OPTIML_BUDGET
+
+
+def test_one_default_per_option():
+    """The settings' defaults are the constants the CLI help quotes and the library uses."""
+    from veriforge.optiml.xsearch import XSearchSettings
+
+    s, x = Settings(), XSearchSettings()
+    assert s.optiml.budget == x.max_evaluations == defaults.OPTIML_BUDGET
+    assert s.optiml.algorithm == x.algorithm and s.optiml.seed == x.seed
+    assert s.cuda.gpu == x.gpu == defaults.CUDA_GPU and s.cuda.backend == x.backend
+    help_text = _invoke("optimize", "--help").output
+    assert "setting optiml.budget" in " ".join(help_text.split())
+
+
+@pytest.mark.parametrize("argv", [
+    ["tasks", "list"], ["eval", "vector_add", "x.cu"], ["optimize"], ["d3gym", "validate", "."],
+    ["cuda", "run", "x.cu"], ["cudaperf", "dataset", "families"], ["moa", "ask", "q"], ["doctor"],
+])
+def test_a_bad_setting_stops_every_command_before_it_starts(argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, ["--set", "optiml.budgt=3", *argv])
+    assert res.exit_code != 0
+    assert "optiml.budgt" in str(res.exception)
+    # ... while --help still works with the same broken setting.
+    assert runner.invoke(app, ["--set", "optiml.budgt=3", *argv[:2], "--help"]).exit_code == 0
+
+
+def test_optimize_budget_from_settings_even_for_the_demo(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "store" / "runs.sqlite"
+    res = _invoke("--set", "optiml.budget=2", "--set", f"store.path={store}", "optimize", "-q",
+                  "--out", str(tmp_path / "out"))
+    assert res.exit_code == 0, res.output
+    tree = json.loads((tmp_path / "out" / "tree.json").read_text())
+    assert len(tree["nodes"]) == 2  # the demo's own budget is 20; the setting wins
+    assert "2 kernels evaluated" in res.output
+    assert store.is_file()  # the run went to the configured store
+
+
+def test_optimize_resolves_the_ambiguous_readme_id_to_the_cu_task(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = _invoke("optimize", "gemv", "--budget", "1", "-q", "--out", "out", "--time-limit", "60")
+    assert res.exit_code == 0, res.output
+    assert "using c2cuda/gemv" in " ".join(res.output.split())
+    assert json.loads(Path("out/tree.json").read_text())["task"] in ("gemv", "c2cuda/gemv")
+
+
+def test_eval_uses_the_configured_run_store(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cand = find_task("c2cuda/vector_add") / "impls" / "naive.cu"
+    store = tmp_path / "mine.sqlite"
+    first = _invoke("--set", f"store.path={store}", "eval", "c2cuda/vector_add", str(cand))
+    assert first.exit_code == 0, first.output
+    assert store.is_file() and "(cached)" not in first.output
+    again = _invoke("--set", f"store.path={store}", "eval", "c2cuda/vector_add", str(cand))
+    assert "(cached)" in again.output  # read back from that store
+
+
+@pytest.fixture
+def reachable_dir(monkeypatch):
+    """A current directory the sandbox user can reach (a program runs in it)."""
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="vf-settings-"))
+    path.chmod(0o755)
+    monkeypatch.chdir(path)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_cuda_run_time_limit_from_settings(reachable_dir):
+    Path("spin.cu").write_text("int main() { volatile int x = 0; for (;;) x++; }\n")
+    res = runner.invoke(app, ["--set", "cuda.program_timeout_s=2", "cuda", "run", "spin.cu"])
+    assert res.exit_code == 124, res.output
+    assert "past its 2 s limit" in res.output  # the configured limit, not the default 60 s
+
+
+def test_cuda_analyze_gpu_from_settings(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("k.cu").write_text("__global__ void scale(float* x, int n) {\n"
+                            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] *= 2.0f;\n}\n")
+    args = ["cuda", "analyze", "k.cu", "--kernel", "scale", "--grid", "64", "--block", "256",
+            "--param", "n=16384", "--no-nvcc", "--json"]
+    res = _invoke("--set", "cuda.gpu=A100-SXM4-80GB", *args)
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["estimate"]["gpu"] == "A100-SXM4-80GB"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_cuda_compile_arch_from_settings(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("k.cu").write_text("__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n")
+    res = _invoke("--set", "cuda.arch=sm_80", "cuda", "compile", "k.cu", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["arch"] == "sm_80"
+
+
+def _missing_script(tmp_path: Path) -> str:
+    return f"scripted:{tmp_path / 'no-such-replies.jsonl'}"
+
+
+def test_generate_takes_the_model_from_settings(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, ["--set", f"llm.model={_missing_script(tmp_path)}", "generate", "vector_add",
+                              "--no-optimize"])
+    assert res.exit_code == 2
+    assert "no-such-replies.jsonl" in res.output  # that model, not "needs a language model"
+
+
+def test_d3gym_build_takes_the_model_from_settings(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "repo").mkdir()
+    res = runner.invoke(app, ["--set", f"llm.model={_missing_script(tmp_path)}", "d3gym", "build", "repo",
+                              "--out", "tasks", "--env-mode", "reuse"])
+    assert res.exit_code == 2
+    assert "no-such-replies.jsonl" in res.output
+
+
+def test_cudaperf_refine_takes_the_model_from_settings(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, ["cudaperf", "refine", "c2cuda/vector_add", "--turns", "1"])
+    assert res.exit_code == 2 and "no model" in res.output
+    res = runner.invoke(app, ["--set", f"llm.model={_missing_script(tmp_path)}", "cudaperf", "refine",
+                              "c2cuda/vector_add", "--turns", "1"])
+    assert res.exit_code == 2
+    assert "no-such-replies.jsonl" in res.output
+
+
+def test_moa_takes_the_model_from_settings(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    replies = tmp_path / "r.jsonl"
+    replies.write_text('"The answer is 180 km. #### 180"\n')
+    res = runner.invoke(app, ["--set", f"llm.model=scripted:{replies}", "moa", "ask", "60 km/h for 3 h?",
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    assert "180" in res.output
+
+
+def test_doctor_reports_the_configured_model(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    replies = tmp_path / "r.jsonl"
+    replies.write_text('"hi"\n')
+    res = _invoke("--set", f"llm.model=scripted:{replies}", "doctor", "--json")
+    assert res.exit_code == 0, res.output
+    assert str(replies) in res.output
