@@ -129,3 +129,14 @@ def test_tasks_list_table_on_a_terminal_keeps_ids_whole(monkeypatch):
     ids = {p.name for fam in ("c2cuda", "torch2cuda")
            for p in find_task("c2cuda/vector_add").parent.parent.joinpath(fam).iterdir() if (p / "task.toml").is_file()}
     assert ids <= shown
+
+
+def test_compile_errors_of_an_own_kernel_name_the_users_file(tmp_path, monkeypatch):
+    """With --kernel the original is the reference (written as reference.cu): still the user's name."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.cu").write_text("#include <no_such_header.h>\n"
+                                      "__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n")
+    res = runner.invoke(app, ["optimize", "mine.cu", "--kernel", "k", "--grid", "1", "--block", "32",
+                              "--size", "a=32", "-q", "--budget", "2"])
+    assert res.exit_code == 2
+    assert "mine.cu:1:" in res.output and "reference.cu" not in res.output

@@ -457,6 +457,8 @@ def build_user_task(kernel_file: str | Path, kernel: str | None, grid: str | Non
                 write(probe, configs)
         base = "shrunk" if timing else "given"
         kept = _check_configs(probe, configs, dropped)
+        for name, why in dropped.items():  # the reference is the user's file (same lines): say its name
+            dropped[name] = why.replace("reference.cu:", f"{path.name}:")
         if base not in {n for n, _ in kept}:
             shutil.rmtree(tmp, ignore_errors=True)
             raise UserKernelError(f"the reference fails at the {base} sizes: {dropped.get(base)}")
