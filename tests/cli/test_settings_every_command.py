@@ -40,9 +40,10 @@ def test_settings_are_active_only_while_a_command_runs(tmp_path, monkeypatch):
 def test_one_default_per_option():
     """The settings' defaults are the constants the CLI help quotes and the library uses."""
     from veriforge.optiml.xsearch import XSearchSettings
+    from veriforge.search.config import SearchConfig
 
     s, x = Settings(), XSearchSettings()
-    assert s.optiml.budget == x.max_evaluations == defaults.OPTIML_BUDGET
+    assert s.optiml.budget == x.max_evaluations == SearchConfig().max_evaluations == defaults.OPTIML_BUDGET
     assert s.optiml.algorithm == x.algorithm and s.optiml.seed == x.seed
     assert s.cuda.gpu == x.gpu == defaults.CUDA_GPU and s.cuda.backend == x.backend
     help_text = _invoke("optimize", "--help").output

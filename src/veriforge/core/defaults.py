@@ -7,7 +7,8 @@ command-line help can quote them without loading pydantic (``veriforge --help`` 
 
 from __future__ import annotations
 
-#: Evaluations (distinct kernels, the start included) of an OptiML-X search: ``optiml.budget``.
+#: Evaluations (distinct kernels, the start included) of an OptiML-X search: ``optiml.budget``;
+#: also the budget of a :class:`veriforge.search.SearchConfig` built without one.
 OPTIML_BUDGET = 40
 #: Evaluations of the bundled demo (``veriforge optimize`` with no target) unless a budget is
 #: given (``--budget`` or an explicitly set ``optiml.budget``): small enough for about a minute.

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from veriforge.core import defaults
 from veriforge.search.errors import SearchConfigError
 from veriforge.search.interfaces import Evaluation
 from veriforge.search.scale import VALUE_MODES
@@ -94,7 +95,7 @@ class SearchConfig:
     so a resumed search does not check a node twice.
     """
 
-    max_evaluations: int | None = 100
+    max_evaluations: int | None = defaults.OPTIML_BUDGET
     max_seconds: float | None = None
     batch_size: int = 1
     seed: int = 0
