@@ -7,9 +7,11 @@ files the README names (``kernel.cu``, ``program.cu``, ``my_tasks/``, ``path/to/
 ...), with ``VERIFORGE_OPTIML__BUDGET=2`` so every search is small (the README says the budget is
 the ``optiml.budget`` setting). Optional parts written ``[--json]`` are left out.
 
-Skipped, with the reason: a command whose README comment says it ``needs a model server``, and
+Skipped, with the reason: a command whose README comment says it ``needs a model server`` or
+``needs network``, and
 ``needs nvcc`` where nvcc is absent. Commands that take longer than ~15 s here are marked
-``expensive`` (run them with ``-m expensive``) so this file stays under ~2 minutes.
+``expensive`` (run them with ``-m expensive``): the rest took 198 s here on two cores, ~75 s of
+it building the CPU runtime, which a whole-suite run builds once for every test.
 """
 
 from __future__ import annotations
