@@ -14,7 +14,7 @@ from typing import Any
 from veriforge.llm.backend import ChatBackend
 from veriforge.llm.cache import MemoryCache, ResponseCache, StoreCache
 from veriforge.llm.client import LLMClient
-from veriforge.llm.errors import LLMConfigError
+from veriforge.llm.errors import LLMConfigError, LLMRequestError, ModelUnavailableError
 from veriforge.llm.naming import ModelSpec, no_model_message, parse_model
 from veriforge.llm.retry import RetryPolicy
 
@@ -171,3 +171,61 @@ def _ping_local(spec: ModelSpec) -> tuple[bool, str]:
     if not (path / "config.json").is_file():
         return False, f"{path} has no config.json: not a transformers model directory"
     return True, f"local transformers model at {path}"
+
+
+#: Seconds the check before a long run waits for a model's first token (a loaded server answers a
+#: one-token request in well under a second; a cold hosted API in a few).
+CHECK_TIMEOUT_S = 15.0
+
+
+async def check_answers(model: str, settings: Any | None = None, timeout: float | None = None) -> str:
+    """Make sure ``model`` answers before long work depends on it; returns a one-line description.
+
+    HTTP back-ends get one real chat request asking for a single token, sent straight to the
+    back-end (no retries, no cache, no trace) with ``timeout`` seconds, so a server that is down,
+    refuses the model or errors on chat is reported in seconds. Local and scripted models are only
+    checked for presence (:func:`ping`): loading weights just to check them would cost what the
+    real run costs. Raises :class:`ModelUnavailableError` naming the endpoint and what to do.
+    """
+    from veriforge.llm.backend import close_backend
+    from veriforge.llm.types import ChatRequest, Message
+
+    timeout = CHECK_TIMEOUT_S if timeout is None else timeout
+    spec = parse_model(model)
+    if spec.kind != "http":
+        ok, detail = await ping(model, timeout=timeout, settings=settings)
+        if not ok:
+            raise ModelUnavailableError(f"model {model} is not usable: {detail}")
+        return detail
+    cfg = _settings(settings)
+    limit = min(float(timeout), float(getattr(cfg, "timeout_s", timeout) or timeout))
+    probe_cfg = cfg.model_copy(update={"timeout_s": limit}) if hasattr(cfg, "model_copy") else cfg
+    backend = create_backend(spec, probe_cfg)
+    request = ChatRequest(messages=[Message(role="user", content="Reply with OK.")], max_tokens=1, n=1)
+    try:
+        await backend.chat(request)
+    except LLMRequestError as exc:
+        raise ModelUnavailableError(f"model {model} does not answer at {spec.base_url}: {_reason(exc, spec)}; "
+                                    f"{_advice(spec)}") from None
+    finally:
+        await close_backend(backend)
+    return f"{spec.base_url} answers for {spec.model!r}"
+
+
+def _reason(exc: LLMRequestError, spec: ModelSpec) -> str:
+    """The back-end's message without the identity prefix the caller already names."""
+    text = str(exc)
+    prefix = f"{spec.provider}:{spec.model}@{spec.base_url}: "
+    return (text[len(prefix):] if text.startswith(prefix) else text).strip()[:300]
+
+
+def _advice(spec: ModelSpec) -> str:
+    """What to do about an HTTP model that does not answer."""
+    start = {
+        "vllm": f"start it (vllm serve {spec.model})",
+        "sglang": f"start it (python -m sglang.launch_server --model-path {spec.model})",
+        "ollama": f"start it (ollama serve; ollama pull {spec.model})",
+        "llamacpp": "start it (llama-server -m MODEL.gguf)",
+    }.get(spec.provider, "check the server and the API key")
+    return (f"{start}, give its address as {spec.provider + ':' if spec.provider != 'endpoint' else ''}"
+            f"{spec.model}@http://HOST:PORT/v1, or leave out --model; `veriforge doctor` checks the model")
