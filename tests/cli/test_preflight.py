@@ -35,12 +35,12 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_model_that_answers_passes_with_one_tiny_request() -> None:
+def test_model_that_answers_passes_with_one_cheap_request() -> None:
     with FakeOpenAIServer() as server:
         line = check_model(f"fake-model@{server.base_url}")
         assert server.base_url in line
-        [req] = server.chat_requests
-        assert req.body["max_tokens"] == 1
+        assert [(r.method, r.path) for r in server.requests] == [("GET", "/v1/models")]
+        assert not server.chat_requests  # nothing spent, nothing a benchmark would count
 
 
 def test_closed_port_fails_in_seconds_naming_the_endpoint() -> None:
@@ -54,17 +54,41 @@ def test_closed_port_fails_in_seconds_naming_the_endpoint() -> None:
     assert "\n" not in text
 
 
-def test_server_that_errors_on_chat_fails_without_retries() -> None:
+def test_server_that_errors_or_serves_another_model_fails_fast() -> None:
+    with FakeOpenAIServer(require_api_key="sk-right") as server:
+        with pytest.raises(ModelUnavailableError, match="HTTP 401"):
+            check_model(f"fake-model@{server.base_url}")
+    with FakeOpenAIServer(models=["other-model"]) as server:
+        with pytest.raises(ModelUnavailableError, match="does not serve 'fake-model'.*other-model"):
+            check_model(f"fake-model@{server.base_url}")
+
+
+def _no_model_list(monkeypatch) -> None:
+    """The server answers GET /v1/models with 404, as some OpenAI-compatible proxies do."""
+    from veriforge.llm import testing
+
+    def do_get(self) -> None:
+        self._record(None)
+        self._send(404, {"error": {"message": "no such route"}})
+
+    monkeypatch.setattr(testing._Handler, "do_GET", do_get)
+
+
+def test_endpoint_without_model_list_gets_one_token_chat(monkeypatch) -> None:
+    _no_model_list(monkeypatch)
     with FakeOpenAIServer() as server:
+        assert "lists no models" in check_model(f"fake-model@{server.base_url}")
+        [req] = server.chat_requests
+        assert req.body["max_tokens"] == 1
         server.fail_next(1, status=500)
         t0 = time.monotonic()
         with pytest.raises(ModelUnavailableError, match="500"):
             check_model(f"fake-model@{server.base_url}")
-        assert time.monotonic() - t0 < 5
-        assert len(server.chat_requests) == 1  # one request, not a retry loop
+        assert time.monotonic() - t0 < 5 and len(server.chat_requests) == 2  # no retry loop
 
 
-def test_hanging_server_is_cut_at_the_check_timeout(monkeypatch) -> None:
+def test_hanging_endpoint_is_cut_at_the_check_timeout(monkeypatch) -> None:
+    _no_model_list(monkeypatch)
     monkeypatch.setattr("veriforge.llm.factory.CHECK_TIMEOUT_S", 1.0)
     with FakeOpenAIServer() as server:
         server.hang_next(1, seconds=20)

@@ -118,9 +118,12 @@ class OutputLock:
     """
 
     def __init__(self, target: Path, *, command: str, run_id: str | None = None, option: str = "--out",
-                 is_file: bool = False) -> None:
+                 is_file: bool = False, created: bool = False) -> None:
         target = Path(target)
         self.target = target
+        #: the folder was made for this run: removed on release if nothing was written into it, so
+        #: a run that fails before producing anything leaves no empty folder behind
+        self.created = created and not is_file
         self.path = target.parent / f".{target.name}{LOCK_NAME}" if is_file else target / LOCK_NAME
         self.command = command
         self.run_id = run_id
@@ -171,6 +174,9 @@ class OutputLock:
             os.unlink(self.path)
         os.close(self._fd)  # closing drops the flock
         self._fd = None
+        if self.created:
+            with contextlib.suppress(OSError):
+                self.target.rmdir()  # only succeeds when empty
 
     def __enter__(self) -> OutputLock:
         return self if self._fd is not None else self.acquire()
@@ -204,8 +210,15 @@ def prepare_out(path: Path, *, command: str, run_id: str | None = None, option: 
 
     Returns the held :class:`OutputLock` (use it as a context manager around the work).
     """
+    existed = Path(path).exists()
     if is_file:
         check_out_file(path, option=option)
     else:
         check_out_dir(path, option=option)
-    return OutputLock(path, command=command, run_id=run_id, option=option, is_file=is_file).acquire()
+    return OutputLock(path, command=command, run_id=run_id, option=option, is_file=is_file,
+                      created=not existed).acquire()
+
+
+def check_models(names: set[str] | list[str], settings: Any | None = None) -> list[str]:
+    """:func:`check_model` for every distinct model of a multi-agent run, in a stable order."""
+    return [line for name in sorted({n for n in names if n}) if (line := check_model(name, settings))]

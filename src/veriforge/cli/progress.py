@@ -153,12 +153,16 @@ class StepProgress:
         print(text, file=stream, flush=True)
 
     def _oldest(self, now: float) -> tuple[str, float, int]:
-        """(what, seconds it has run, how many others are in flight) of the oldest work."""
+        """(what, seconds without news, how many others are in flight) of the oldest work.
+
+        "Without news": since that work began or the last step finished, whichever is later — work
+        queued behind a busy pool is not slow while other steps keep finishing.
+        """
         with self._lock:
             if self._in_flight:
                 key = min(self._in_flight, key=lambda k: self._in_flight[k][1])
                 what, since = self._in_flight[key]
-                return what, now - since, len(self._in_flight) - 1
+                return what, now - max(since, self._last_event), len(self._in_flight) - 1
             return f"{self.label} (step {self.completed + 1})", now - self._last_event, 0
 
     def heartbeat_line(self, now: float | None = None) -> str | None:
@@ -192,31 +196,30 @@ def new_run_id() -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
 
 
-def resume_command(argv: Sequence[str], run_id: str) -> str:
-    """The command line that resumes a run: the same arguments with ``--run-id RUN_ID`` (replaced
-    if present), so the settings the store checks on resume are the same."""
+def resume_command(argv: Sequence[str], run_id: str, option: str = "--run-id") -> str:
+    """The command line that resumes a run: the same arguments with ``OPTION RUN_ID`` (replaced if
+    present), so the settings the store checks on resume are the same."""
     args = list(argv)
     out: list[str] = []
     i = 0
     while i < len(args):
         a = args[i]
-        if a == "--run-id":
+        if a == option:
             i += 2
             continue
-        if a.startswith("--run-id="):
-            i += 1
-            continue
-        out.append(a)
+        if not a.startswith(f"{option}="):
+            out.append(a)
         i += 1
-    return " ".join(shlex.quote(a) for a in ["veriforge", *out, "--run-id", run_id])
+    return " ".join(shlex.quote(a) for a in ["veriforge", *out, option, run_id])
 
 
-def interrupted(run_id: str | None, argv: Sequence[str] | None = None, *, kept: str = "") -> str:
-    """The one line printed on Ctrl-C: what was kept and how to resume."""
+def interrupted(run_id: str | None, argv: Sequence[str] | None = None, *, kept: str = "",
+                option: str = "--run-id") -> str:
+    """The one line printed on Ctrl-C: what was kept and how to resume (``option`` names the run)."""
     args = list(sys.argv[1:] if argv is None else argv)
     text = "interrupted"
     if kept:
         text += f" ({kept})"
     if run_id:
-        text += f"; resume with: {resume_command(args, run_id)}"
+        text += f"; resume with: {resume_command(args, run_id, option)}"
     return text
