@@ -59,7 +59,7 @@ def test_server_that_errors_or_serves_another_model_fails_fast() -> None:
         with pytest.raises(ModelUnavailableError, match="HTTP 401"):
             check_model(f"fake-model@{server.base_url}")
     with FakeOpenAIServer(models=["other-model"]) as server:
-        with pytest.raises(ModelUnavailableError, match="does not serve 'fake-model'.*other-model"):
+        with pytest.raises(ModelUnavailableError, match=r"does not serve 'fake-model'.*other-model"):
             check_model(f"fake-model@{server.base_url}")
 
 

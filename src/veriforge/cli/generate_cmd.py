@@ -89,12 +89,12 @@ def generate_cmd(
         chosen = select_thoughts(pool, parse_thought_names(thoughts))
         config = GeneratorConfig(rounds=rounds, concurrency=concurrency, backend=backend,
                                  temperature=temperature)
-        store = RunStore.from_settings(settings)
-        client = resolve_client(model, settings, store)
         out_dir = out if out is not None else Path(f"optiml-{spec.id}")
         quiet = as_json
         # before any model call: the output folder is usable and ours, and the model answers
         lock = prepare_out(out_dir, command="veriforge generate")
+        store = RunStore.from_settings(settings)
+        client = resolve_client(model, settings, store)
         checked = check_model(client.model, settings.llm)
         if not quiet:
             typer.echo(f"model {client.model}: {checked}")
