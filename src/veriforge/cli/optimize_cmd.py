@@ -187,12 +187,13 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
                                backend=backend, gpu=gpu)
     # Everything that would waste the search is checked first, in seconds: the output location
     # (writable, not a file, no other run writing there) and the model (answers one request).
+    option = "--out"
     if user is not None and str(out).endswith(".cu"):
         check_out_file(out)
-        lock_dir = out.parent / f"{out.stem}.optiml"
+        lock_dir, option = out.parent / f"{out.stem}.optiml", f"--out {out}: its run folder"
     else:
         lock_dir = out
-    with prepare_out(lock_dir, command="veriforge optimize", run_id=run_id):
+    with prepare_out(lock_dir, command="veriforge optimize", run_id=run_id, option=option):
         if model:
             console.print(f"model {model}: {check_model(model)}", markup=False, highlight=False)
         _search(console, target, task, model, budget, out, settings, run_id, quiet, user)
