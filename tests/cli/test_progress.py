@@ -7,6 +7,7 @@ resumes the run, and that command must finish the same run from the real SQLite 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shlex
@@ -97,14 +98,62 @@ def test_sigint_mid_search_prints_resume_command_that_finishes_the_run(tmp_path)
     assert resume[0] == "veriforge" and resume[1:-2] == argv and resume[-2] == "--run-id"
     run_id = resume[-1]
     store = RunStore(Path(os.environ["VERIFORGE_HOME"]) / "runs.sqlite")
-    assert store.get_run(run_id).status == "failed"  # stopped, resumable
+    assert store.get_run(run_id).unfinished  # stopped, resumable
     before = len(store.records("search.node", run_id=run_id))
     assert before >= 1  # what was evaluated before the interrupt is kept
 
     done = subprocess.run([sys.executable, "-m", "veriforge", *resume[1:]], capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert f"run {run_id}" in " ".join(done.stdout.split())
+    flat = " ".join(done.stdout.split())
+    assert f"run {run_id}" in flat and f"resuming after {before} stored evaluation(s)" in flat
     run = store.get_run(run_id)
     assert run.status == "done" and run.resumes == 1
     assert (out / "tree.json").exists()
+
+
+def _kill_leftovers(marker: str) -> None:
+    """SIGKILL this test's own sandboxed programs (their command line names its VERIFORGE_HOME)."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmd:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(proc.name), signal.SIGKILL)
+
+
+def test_sigint_during_a_hanging_candidate_prints_the_hint_at_once(tmp_path) -> None:
+    """A candidate that never ends blocks a worker thread until its time limit; Ctrl-C must still
+    answer in seconds, not when that limit is reached."""
+    src = (_bundled_softmax() / "impls" / "naive.cu").read_text()
+    hang = src.replace("if (r >= rows) return;", "if (r >= rows) return;\n    volatile int spin = 1; while (spin) { }")
+    assert hang != src
+    (tmp_path / "hang.cu").write_text(hang)
+    home = os.environ["VERIFORGE_HOME"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "VERIFORGE_HEARTBEAT_S": "2",
+           "PYTHONPATH": str(Path(veriforge.__file__).resolve().parents[1])}
+    proc = subprocess.Popen([sys.executable, "-m", "veriforge", "optimize", "hang.cu", "--task", "softmax_rows",
+                             "--budget", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=tmp_path)
+    try:
+        _readline_until(proc.stderr, "still running candidate", timeout=240)  # the start is stuck
+        proc.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        lines = _readline_until(proc.stderr, "interrupted", timeout=5)
+        assert time.monotonic() - t0 < 5
+        assert "resume with: veriforge optimize hang.cu --task softmax_rows --budget 3 --run-id " in lines[-1]
+        assert proc.wait(timeout=30) == 130  # within the grace, long before the candidate's limit
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _kill_leftovers(home)
+
+
+def _bundled_softmax() -> Path:
+    from veriforge.cuda.tasks import bundled_tasks
+
+    return next(Path(p) for p in bundled_tasks("c2cuda") if Path(p).name == "softmax_rows")

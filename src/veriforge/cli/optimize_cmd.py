@@ -162,17 +162,20 @@ def optimize_cmd(
                   "--block EXPR --param NAME=VALUE")
         user = {"kernel": kernel, "grid": grid, "block": block, "param": param, "size": size, "init": init,
                 "reference": reference, "host": host, "emulation_budget": emulation_budget}
-    from veriforge.cli.progress import INTERRUPTED_EXIT, interrupted, new_run_id
+    from veriforge.cli.progress import INTERRUPTED_EXIT, interrupt_hint, interrupted, new_run_id
 
     run_id = run_id or new_run_id()  # known before the search starts, so Ctrl-C can name it
-    try:
-        _run(console, target, task, model, backend, budget, time_limit, out, algo, seed, run_id, gpu, quiet,
-             user)
-    except VeriforgeError as exc:
-        _fail(str(exc))
-    except KeyboardInterrupt:
-        typer.echo(interrupted(run_id, kept="evaluations so far are in the run store"), err=True)
-        raise typer.Exit(INTERRUPTED_EXIT) from None
+    hint = interrupted(run_id, kept="evaluations so far are in the run store")
+    with interrupt_hint(lambda: hint) as hinted:
+        try:
+            _run(console, target, task, model, backend, budget, time_limit, out, algo, seed, run_id, gpu, quiet,
+                 user)
+        except VeriforgeError as exc:
+            _fail(str(exc))
+        except KeyboardInterrupt:
+            if not hinted:
+                typer.echo(hint, err=True)
+            raise typer.Exit(INTERRUPTED_EXIT) from None
 
 
 def _run(console: Any, target: str | None, task: str | None, model: str | None, backend: str,
@@ -238,7 +241,10 @@ def _search(console: Any, target: str | None, task: str | None, model: str | Non
 
         proposers = proposers_with_model(create_client(model), spec)
     store = RunStore()
-    console.print(f"run {run_id} (store {store.path})", markup=False, highlight=False)
+    # a resumed run continues its count: the evaluations stored before the interruption are done
+    done_before = len(store.records("search.node", run_id=run_id)) if run_id else 0
+    console.print(f"run {run_id} (store {store.path})" + (f"; resuming after {done_before} stored evaluation(s)"
+                                                          if done_before else ""), markup=False, highlight=False)
     with StepProgress(f"optimising {label}", budget, console=console, quiet=quiet, prefix="optimize") as bar:
 
         def started(cand: Any) -> None:
@@ -249,7 +255,7 @@ def _search(console: Any, target: str | None, task: str | None, model: str | Non
         def progress(p: dict[str, Any]) -> None:
             best = "best –" if p["best"] is None else f"best {p['best']:.4g}"
             note = best + (f" · bottleneck: {p['bottleneck']}" if p["bottleneck"] else "")
-            bar.step(p["calls"], note, key=threading.get_ident())
+            bar.step(done_before + p["calls"], note, key=threading.get_ident())
 
         result = optimize(target, task=task, settings=settings, proposers=proposers, store=store,
                           run_id=run_id, progress=progress, started=started,

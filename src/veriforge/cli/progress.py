@@ -15,11 +15,13 @@ command that resumes it.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
+import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, TextIO
 
@@ -223,3 +225,55 @@ def interrupted(run_id: str | None, argv: Sequence[str] | None = None, *, kept: 
     if run_id:
         text += f"; resume with: {resume_command(args, run_id, option)}"
     return text
+
+
+#: Seconds the work may take to stop after Ctrl-C before the process exits anyway.
+INTERRUPT_GRACE_S = 10.0
+
+
+def _exit_now() -> None:
+    """Leave at once with 130: flush what was printed, skip waiting for worker threads."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(INTERRUPTED_EXIT)
+
+
+@contextlib.contextmanager
+def interrupt_hint(message: Callable[[], str], grace_s: float | None = None) -> Iterator[list[bool]]:
+    """While active, the first Ctrl-C prints ``message()`` on stderr *at once* and interrupts.
+
+    Why not just catch ``KeyboardInterrupt``: an evaluation blocked in a sandboxed program runs in a
+    worker thread that asyncio waits for before the interrupt reaches the command, so the hint
+    would come only when that program hits its time limit (minutes). Here the hint is printed from
+    the signal handler; the interrupt then unwinds normally (the run is marked resumable), and if
+    the work has not stopped ``grace_s`` seconds later — or on a second Ctrl-C — the process exits
+    130 without waiting (the sandbox enforces its own deadline, so nothing outlives it). Yields a
+    list that is non-empty once the hint was printed. Outside the main thread it does nothing.
+    """
+    printed: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield printed
+        return
+    grace = INTERRUPT_GRACE_S if grace_s is None else grace_s
+
+    def handler(signum: int, frame: Any) -> None:
+        if printed:
+            _exit_now()  # a second Ctrl-C: quit now
+        printed.append(True)
+        with contextlib.suppress(Exception):
+            print(message(), file=sys.stderr, flush=True)
+            print(f"stopping: running work gets up to {grace:g} s (Ctrl-C again quits now)", file=sys.stderr,
+                  flush=True)
+        timer = threading.Timer(grace, _exit_now)
+        timer.daemon = True
+        timer.start()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield printed
+    finally:
+        signal.signal(signal.SIGINT, previous)
