@@ -62,9 +62,12 @@ def build_cmd(
                         jobs=jobs, executor=executor, seed=seed, estimate=not no_estimate, resume=resume,
                         dedup=dedup, split_by=split_by, progress=not no_progress and not as_json,
                         ray_address=ray_address)
+    from veriforge.cli.preflight import OutputLocationError, prepare_out
+
     try:
-        summary = build(opts)
-    except BuildError as exc:
+        with prepare_out(out, command="veriforge cudaperf dataset build"):
+            summary = build(opts)
+    except (BuildError, OutputLocationError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished tasks are recorded in {out / 'build.sqlite'}; run the same command "
@@ -135,12 +138,14 @@ def kb_import_cmd(
     category: Annotated[str, typer.Option("--category")] = "other",
 ) -> None:
     """Import KernelBench problem files as torch2cuda task folders (plus solutions/ if present)."""
+    from veriforge.cli.preflight import OutputLocationError, prepare_out
     from veriforge.cuda.tasks.schema import TaskFormatError
     from veriforge.cudaperf.dataset.kernelbench import KernelBenchError, import_kernelbench_tree
 
     try:
-        folders = import_kernelbench_tree(src, out, category=category)
-    except (KernelBenchError, TaskFormatError) as exc:
+        with prepare_out(out, command="veriforge cudaperf dataset kernelbench-import"):
+            folders = import_kernelbench_tree(src, out, category=category)
+    except (KernelBenchError, TaskFormatError, OutputLocationError) as exc:
         _fail(str(exc))
     with_impls = sum(1 for f in folders if (f / "impls").is_dir())
     typer.echo(f"imported {len(folders)} task(s) into {out}/torch2cuda ({with_impls} with implementations)")
@@ -155,11 +160,13 @@ def kb_export_cmd(
     no_solutions: Annotated[bool, typer.Option("--no-solutions", help="problems only")] = False,
 ) -> None:
     """Write torch2cuda tasks as KernelBench problem files and ModelNew solution files."""
+    from veriforge.cli.preflight import OutputLocationError, prepare_out
     from veriforge.cuda.tasks.schema import TaskFormatError
     from veriforge.cudaperf.dataset.kernelbench import KernelBenchError, export_kernelbench
 
     try:
-        rows = export_kernelbench(src, out, config=config, solutions=not no_solutions)
-    except (KernelBenchError, TaskFormatError) as exc:
+        with prepare_out(out, command="veriforge cudaperf dataset kernelbench-export"):
+            rows = export_kernelbench(src, out, config=config, solutions=not no_solutions)
+    except (KernelBenchError, TaskFormatError, OutputLocationError) as exc:
         _fail(str(exc))
     typer.echo(f"exported {len(rows)} problem(s) and {sum(len(r['solutions']) for r in rows)} solution(s) to {out}")

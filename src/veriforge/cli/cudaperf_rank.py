@@ -76,46 +76,53 @@ def pairs_cmd(
         _fail("--from-store needs --store PATH")
     if min_speedup < 1.0:
         _fail("--min-speedup must be at least 1")
-    started = time.perf_counter()
-    run_store: Any = None
-    if store is not None:
-        from veriforge.core.store import RunStore
+    from veriforge.cli.preflight import OutputLocationError, prepare_out
 
-        run_store = RunStore(store)
-    notes: list[str] = []
-    try:
-        if rows is not None:
-            if not rows.is_file():
-                _fail(f"no such file: {rows}")
-            with open(rows, encoding="utf-8") as fh:
-                data = [json.loads(line) for line in fh if line.strip()]
-            pairs = pairs_from_rows(data, min_speedup=min_speedup)
-        elif from_store:
-            pairs = pairs_from_store(run_store, min_speedup=min_speedup, provenance=provenance)
-        else:
-            ids = _task_list(tasks)
-
-            def progress(task: str, n: int, why: list[str]) -> None:
-                typer.echo(f"  {task}: {n} pairs" + (f" ({len(why)} left out)" if why else ""), err=True)
-
-            pairs, notes = pairs_from_tasks(ids, backend=backend, store=run_store, min_speedup=min_speedup,
-                                            configs=[c for c in configs.split(",") if c] or None, on_task=progress)
-    except (PairError, json.JSONDecodeError) as exc:
+    try:  # checked before any task is evaluated: an unusable --out fails now, not after the work
+        lock = prepare_out(out, command="veriforge cudaperf rank pairs", is_file=True)
+    except OutputLocationError as exc:
         _fail(str(exc))
-    except Exception as exc:  # unknown task ids and the like: a clear message, not a traceback
-        from veriforge.errors import VeriforgeError
+    with lock:
+        started = time.perf_counter()
+        run_store: Any = None
+        if store is not None:
+            from veriforge.core.store import RunStore
 
-        if isinstance(exc, VeriforgeError | FileNotFoundError):
-            _fail(f"{type(exc).__name__}: {exc}")
-        raise
-    n = write_pairs(pairs, out)
-    for note in notes:
-        typer.echo(f"  note: {note}", err=True)
-    provs = sorted({p.provenance for p in pairs})
-    typer.echo(f"{n} pairs from {len({p.task for p in pairs})} tasks ({', '.join(provs) or 'none'}) -> {out} "
-               f"[{time.perf_counter() - started:.1f} s]")
-    if n == 0:
-        raise typer.Exit(1)
+            run_store = RunStore(store)
+        notes: list[str] = []
+        try:
+            if rows is not None:
+                if not rows.is_file():
+                    _fail(f"no such file: {rows}")
+                with open(rows, encoding="utf-8") as fh:
+                    data = [json.loads(line) for line in fh if line.strip()]
+                pairs = pairs_from_rows(data, min_speedup=min_speedup)
+            elif from_store:
+                pairs = pairs_from_store(run_store, min_speedup=min_speedup, provenance=provenance)
+            else:
+                ids = _task_list(tasks)
+
+                def progress(task: str, n: int, why: list[str]) -> None:
+                    typer.echo(f"  {task}: {n} pairs" + (f" ({len(why)} left out)" if why else ""), err=True)
+
+                pairs, notes = pairs_from_tasks(ids, backend=backend, store=run_store, min_speedup=min_speedup,
+                                                configs=[c for c in configs.split(",") if c] or None, on_task=progress)
+        except (PairError, json.JSONDecodeError) as exc:
+            _fail(str(exc))
+        except Exception as exc:  # unknown task ids and the like: a clear message, not a traceback
+            from veriforge.errors import VeriforgeError
+
+            if isinstance(exc, VeriforgeError | FileNotFoundError):
+                _fail(f"{type(exc).__name__}: {exc}")
+            raise
+        n = write_pairs(pairs, out)
+        for note in notes:
+            typer.echo(f"  note: {note}", err=True)
+        provs = sorted({p.provenance for p in pairs})
+        typer.echo(f"{n} pairs from {len({p.task for p in pairs})} tasks ({', '.join(provs) or 'none'}) -> {out} "
+                   f"[{time.perf_counter() - started:.1f} s]")
+        if n == 0:
+            raise typer.Exit(1)
 
 
 def _read(path: Path) -> list[Any]:
@@ -146,11 +153,16 @@ def train_cmd(
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """Train a feature ranker (logistic/RankNet) or an LM ranker (TRL RewardTrainer) on pairs."""
+    from veriforge.cli.preflight import OutputLocationError, prepare_out
     from veriforge.cudaperf.ranker import FeatureRanker, RankerError
 
     data = _read(pairs)
     if not data:
         _fail(f"{pairs} holds no pairs", 1)
+    try:  # before training: an unusable --out fails now, not after the work
+        lock = prepare_out(out, command="veriforge cudaperf rank train", is_file=kind != "lm")
+    except OutputLocationError as exc:
+        _fail(str(exc))
     started = time.perf_counter()
     try:
         if kind == "feature":
@@ -174,6 +186,8 @@ def train_cmd(
             _fail(f"unknown --kind {kind!r}; known: feature, lm")
     except RankerError as exc:
         _fail(str(exc))
+    finally:
+        lock.release()
 
 
 @rank_app.command("eval")

@@ -134,7 +134,10 @@ def build_cmd(
             era=era,
             repair=repair,
         )
-        with RunStore() as store:
+        from veriforge.cli.preflight import check_model, prepare_out
+
+        with prepare_out(out, command="veriforge d3gym build"), RunStore() as store:
+            check_model(model)  # before mining: every stage that asks the model would fail quietly
             client = _client(model, store)
             progress = None if as_json else (lambda m: typer.echo(m, err=True))
             report = build_tasks(repo, out, cfg, client=client, store=store, progress=progress)
@@ -209,7 +212,14 @@ def run_cmd(
         _missing("run", exc)
         return
     try:
-        code = runner(tasks=tasks, agent=agent, model=_model(model), n=n, out=out)
+        from veriforge.cli.preflight import check_model, prepare_out
+
+        model = _model(model)
+        target = out if out is not None else tasks.expanduser().resolve().with_name(
+            f"{tasks.expanduser().resolve().name}-trajectories")  # run_cli's default
+        with prepare_out(target, command="veriforge d3gym run"):
+            check_model(model)
+            code = runner(tasks=tasks, agent=agent, model=model, n=n, out=out)
     except VeriforgeError as exc:
         _fail(str(exc))
         return
@@ -241,7 +251,13 @@ def export_cmd(
         _missing("export", exc)
         return
     try:
-        code = exporter(traj=traj, fmt=fmt, out=out, turns=turns)
+        if out is not None:
+            from veriforge.cli.preflight import prepare_out
+
+            with prepare_out(out, command="veriforge d3gym export", is_file=True):
+                code = exporter(traj=traj, fmt=fmt, out=out, turns=turns)
+        else:
+            code = exporter(traj=traj, fmt=fmt, out=out, turns=turns)
     except VeriforgeError as exc:
         _fail(str(exc))
         return

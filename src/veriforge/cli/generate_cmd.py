@@ -70,7 +70,9 @@ def generate_cmd(
     if backend not in ("cpu", "gpu"):
         _fail(f"--backend must be cpu or gpu, got {backend!r}")
     store = None
+    lock = None
     try:
+        from veriforge.cli.preflight import check_model, prepare_out
         from veriforge.core.store import RunStore
         from veriforge.optiml.generator import (
             Generator,
@@ -91,10 +93,15 @@ def generate_cmd(
         chosen = select_thoughts(pool, parse_thought_names(thoughts))
         config = GeneratorConfig(rounds=rounds, concurrency=concurrency, backend=backend,
                                  temperature=temperature)
-        store = RunStore.from_settings(settings)
-        client = resolve_client(model, settings, store)
         out_dir = out if out is not None else Path(f"optiml-{spec.id}")
         quiet = as_json
+        # before any model call: the output folder is usable and ours, and the model answers
+        lock = prepare_out(out_dir, command="veriforge generate")
+        store = RunStore.from_settings(settings)
+        client = resolve_client(model, settings, store)
+        checked = check_model(client.model, settings.llm)
+        if not quiet:
+            typer.echo(f"model {client.model}: {checked}")
 
         def on_event(kind: str, payload: dict[str, Any]) -> None:
             if quiet:
@@ -128,6 +135,8 @@ def generate_cmd(
     finally:
         if store is not None:
             store.close()
+        if lock is not None:
+            lock.release()
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
 
@@ -160,40 +169,47 @@ def _optimize(kernel: Path, spec: Any, client: Any, store: Any, budget: int, bac
               quiet: bool) -> dict[str, Any]:
     """OptiML-X on the generated kernel with the built-in operators and the model proposer; writes
     best.cu, tree.json and report.html (:func:`veriforge.optiml.report.write_outputs`)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    import threading
 
+    from rich.console import Console
+
+    from veriforge.cli.progress import StepProgress
     from veriforge.optiml.model_proposer import proposers_with_model
-    from veriforge.optiml.report import write_outputs
+    from veriforge.optiml.report import model_calls_line, write_outputs
     from veriforge.optiml.xsearch import XSearchSettings, optimize
 
     settings = XSearchSettings(max_evaluations=budget, backend=backend)
     console = Console(stderr=quiet)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total}"), TextColumn("best {task.fields[best]}"),
-                  TextColumn("[dim]{task.fields[bottleneck]}"),
-                  TimeElapsedColumn(), console=console, disable=quiet) as bar:
-        tid = bar.add_task(f"OptiML-X {kernel.name}", total=budget, best="-", bottleneck="")
+    with StepProgress(f"OptiML-X {kernel.name}", budget, console=console, quiet=quiet, prefix="optimize") as bar:
+
+        def started(cand: Any) -> None:
+            meta = getattr(cand, "metadata", None) or {}
+            edit = meta.get("description") or meta.get("edit") or meta.get("operator") or "start"
+            bar.started(threading.get_ident(), f"candidate {cand.hash[:10]} ({str(edit)[:60]})")
 
         def progress(p: dict[str, Any]) -> None:
-            best = "-" if p["best"] is None else f"{p['best']:.4g}"
-            bar.update(tid, completed=min(p["calls"], budget), best=best,
-                       bottleneck=f"bottleneck: {p['bottleneck']}" if p["bottleneck"] else "")
+            best = "best -" if p["best"] is None else f"best {p['best']:.4g}"
+            bar.step(p["calls"], best + (f" · bottleneck: {p['bottleneck']}" if p["bottleneck"] else ""),
+                     key=threading.get_ident())
 
         result = optimize(kernel, task=spec.folder, settings=settings, store=store, progress=progress,
-                          proposers=proposers_with_model(client, spec))
+                          started=started, proposers=proposers_with_model(client, spec))
     paths = write_outputs(result, out_dir)
     tree = result.tree_json()
     best_estimate = tree.get("best_estimate") or {}
     info = {"start_time_s": result.start_time, "best_time_s": result.best_time,
             "speedup": result.speedup, "provenance": settings.provenance,
             "estimate_status": best_estimate.get("status"), "unscored": tree.get("unscored") or [],
-            "evaluations": result.evaluator_calls, "files": {k: str(v) for k, v in paths.items()}}
+            "evaluations": result.evaluator_calls, "files": {k: str(v) for k, v in paths.items()},
+            "run_id": result.search.run_id, "model_calls": result.model_calls()}
     if not quiet:
         status = f", estimate {best_estimate['status']}" if best_estimate.get("status") else ""
         typer.echo(f"OptiML-X: {result.start_time:.4g} s -> {result.best_time:.4g} s "
                    f"({settings.provenance}{status}), "
-                   f"speedup {result.speedup:.2f}x after {result.evaluator_calls} evaluations")
+                   f"speedup {result.speedup:.2f}x after {result.evaluator_calls} evaluations, "
+                   f"run {result.search.run_id}")
+        if info["model_calls"]["failed"]:
+            typer.echo(f"model calls: {model_calls_line(info['model_calls'])}")
         for u in info["unscored"][:5]:
             typer.echo(f"  verified, no score: #{u['id']}: {u['reason']}"[:400])
         for what, path in paths.items():

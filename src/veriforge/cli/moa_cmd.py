@@ -76,6 +76,8 @@ def ask_cmd(
 ) -> None:
     """Answer QUESTION with ReM-MoA (or a baseline); print the answer and the memory's ranking."""
     try:
+        from veriforge.cli.preflight import check_models
+        from veriforge.cli.progress import new_run_id
         from veriforge.core.store import RunStore
         from veriforge.moa.engine import MoAEngine
 
@@ -83,6 +85,8 @@ def ask_cmd(
         cfg = _config(config, reviewer, final, method=method, depth=depth, width=width)
         store = RunStore.from_settings(settings)
         engine = MoAEngine(cfg, default_model=model, settings=settings, store=store)
+        check_models({engine.model_name(m) for m in cfg.models()}, settings.llm)
+        run_id = run_id or new_run_id()  # known up front, so Ctrl-C can say how to resume
 
         async def go() -> Any:
             try:
@@ -94,6 +98,11 @@ def ask_cmd(
     except VeriforgeError as exc:
         _fail(str(exc))
         return
+    except KeyboardInterrupt:
+        from veriforge.cli.progress import INTERRUPTED_EXIT, interrupted
+
+        typer.echo(interrupted(run_id, kept="finished layers are in the run store"), err=True)
+        raise typer.Exit(INTERRUPTED_EXIT) from None
     if traces_out is not None and result.memory is not None:
         with traces_out.open("a", encoding="utf-8") as fh:
             for t in result.memory.proposals():
@@ -171,13 +180,25 @@ def bench_cmd(
     printed --run-id) skips finished items and resumes interrupted ones. An item that fails is
     recorded as that item's error (exit code 1), not the grid's, and retried on the next run.
     """
-    try:
-        result_paths, cells = _bench(ctx, suite, out, data, depth, width, methods, config, model, limit,
-                                     concurrency, cache, plots, run_id, export_distill,
-                                     reviewer=reviewer, final=final, all_policies=all_policies)
-    except VeriforgeError as exc:
-        _fail(str(exc))
-        return
+    from veriforge.cli.progress import INTERRUPTED_EXIT, interrupt_hint, interrupted
+
+    ids: list[str] = []  # the bench id, once _bench has derived it
+
+    def hint() -> str:
+        return interrupted(ids[0] if ids else None, kept="finished items are in the run store")
+
+    with interrupt_hint(hint) as hinted:
+        try:
+            result_paths, cells = _bench(ctx, suite, out, data, depth, width, methods, config, model, limit,
+                                         concurrency, cache, plots, run_id, export_distill,
+                                         reviewer=reviewer, final=final, all_policies=all_policies, ids=ids)
+        except VeriforgeError as exc:
+            _fail(str(exc))
+            return
+        except KeyboardInterrupt:
+            if not hinted:
+                typer.echo(hint(), err=True)
+            raise typer.Exit(INTERRUPTED_EXIT) from None
     for cell in cells:
         row = cell.row()
         typer.echo(f"{row['method']:>17} d={row['depth']} w={row['width']}  acc={row['accuracy']:.3f}  "
@@ -209,16 +230,11 @@ def _bench(ctx: typer.Context, suite: str, out: Path, data: Path | None, depth: 
            config: Path | None, model: str | None, limit: int | None, concurrency: int, cache: bool,
            plots: bool, run_id: str | None = None, export_distill: Path | None = None,
            reviewer: str | None = None, final: str | None = None, all_policies: bool = True,
-           ) -> tuple[dict[str, Path], list[Any]]:
-    import sys
-
-    from veriforge.core.store import RunStore
-    from veriforge.llm.factory import create_client
-    from veriforge.moa.bench import extract_answer, load_suite, score_async
+           ids: list[str] | None = None) -> tuple[dict[str, Path], list[Any]]:
+    from veriforge.cli.preflight import check_models, prepare_out
+    from veriforge.moa.bench import load_suite
     from veriforge.moa.engine import MoAEngine
-    from veriforge.moa.extract import Extracted
-    from veriforge.moa.scaling import BenchWriter, parse_int_range, run_grid
-    from veriforge.moa.scaling import export_distill as export
+    from veriforge.moa.scaling import parse_int_range
 
     settings = _settings(ctx)
     depths, widths = parse_int_range(depth), parse_int_range(width)
@@ -236,6 +252,48 @@ def _bench(ctx: typer.Context, suite: str, out: Path, data: Path | None, depth: 
     probe = MoAEngine(base.replace(method="rem_moa"), default_model=model, settings=settings)
     names = {probe.model_name(m) for m in base.replace(method="rem_moa").models()}
     bench_id = run_id or bench_id_for(suite, items, base, method_list, depths, widths, model)
+    if ids is not None:
+        ids.append(bench_id)
+    # before any request: --out is usable and no other bench writes there; every model answers
+    with prepare_out(out, command="veriforge moa bench", run_id=bench_id):
+        if _unfinished(settings, bench_id, method_list, depths, widths, items):
+            check_models(names, llm)  # a finished bench only rewrites its results: no model needed
+        return _bench_run(settings, suite, out, data, items, base, method_list, depths, widths, model, cache,
+                          plots, concurrency, bench_id, shared, llm, names, probe, export_distill)
+
+
+def _unfinished(settings: Any, bench_id: str, methods: list[str], depths: list[int], widths: list[int],
+                items: list[Any]) -> int:
+    """How many grid items have no stored answer yet under ``bench_id`` (those need the models)."""
+    from veriforge.core.store import RunStore
+    from veriforge.moa.scaling import NS_BENCH_ITEM, grid_cells, item_run_id
+
+    store = RunStore.from_settings(settings)
+    try:
+        missing = 0
+        for method, depth, width in grid_cells(methods, depths, widths):
+            for item in items:
+                rec = store.get_record(NS_BENCH_ITEM, item_run_id(bench_id, method, depth, width, str(item.id)))
+                missing += rec is None or rec.get("error") is not None or "correct" not in rec
+        return missing
+    finally:
+        store.close()
+
+
+def _bench_run(settings: Any, suite: str, out: Path, data: Path | None, items: list[Any], base: Any,
+               method_list: list[str], depths: list[int], widths: list[int], model: str | None, cache: bool,
+               plots: bool, concurrency: int, bench_id: str, shared: bool, llm: Any, names: set[str],
+               probe: Any, export_distill: Path | None) -> tuple[dict[str, Path], list[Any]]:
+    """The grid itself, once the output folder is locked and the models answered."""
+    import sys
+
+    from veriforge.core.store import RunStore
+    from veriforge.llm.factory import create_client
+    from veriforge.moa.bench import extract_answer, score_async
+    from veriforge.moa.extract import Extracted
+    from veriforge.moa.scaling import BenchWriter, run_grid
+    from veriforge.moa.scaling import export_distill as export
+
     store = RunStore.from_settings(settings)
     typer.echo(f"bench id: {bench_id} (interrupted? run the same command again, or add --run-id {bench_id}, "
                f"to resume; finished items are read from {store.path})", err=True)
@@ -317,10 +375,15 @@ def distill_cmd(
             raise LLMConfigError("pass --data traces.jsonl (and a teacher), or --judgements judgements.jsonl")
         if not teacher_model and judgements is None:
             raise LLMConfigError("no teacher model: pass --teacher MODEL. " + no_model_message())
-        report = main_cli(teacher_model, data, base_model, out, steps=steps, learning_rate=learning_rate,
-                          batch_size=batch_size, max_pairs_per_question=max_pairs_per_question,
-                          test_fraction=test_fraction, seed=seed, concurrency=concurrency, tie_margin=tie_margin,
-                          max_length=max_length, judgements=judgements)
+        from veriforge.cli.preflight import check_model, prepare_out
+
+        with prepare_out(out, command="veriforge moa distill"):
+            if judgements is None:
+                check_model(teacher_model)  # the teacher judges every pair: it must answer first
+            report = main_cli(teacher_model, data, base_model, out, steps=steps, learning_rate=learning_rate,
+                              batch_size=batch_size, max_pairs_per_question=max_pairs_per_question,
+                              test_fraction=test_fraction, seed=seed, concurrency=concurrency,
+                              tie_margin=tie_margin, max_length=max_length, judgements=judgements)
     except VeriforgeError as exc:
         _fail(str(exc))
         return

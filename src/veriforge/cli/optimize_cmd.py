@@ -193,11 +193,20 @@ def optimize_cmd(
         user = {"kernel": kernel, "grid": grid, "block": block, "param": param, "size": size, "init": init,
                 "reference": reference, "host": host, "emulation_budget": emulation_budget}
     _say_family(console, task if task is not None else target)
-    try:
-        _run(console, target, task, model, backend, budget, time_limit, out, algo, seed, run_id, gpu, quiet,
-             user)
-    except VeriforgeError as exc:
-        _fail(str(exc))
+    from veriforge.cli.progress import INTERRUPTED_EXIT, interrupt_hint, interrupted, new_run_id
+
+    run_id = run_id or new_run_id()  # known before the search starts, so Ctrl-C can name it
+    hint = interrupted(run_id, kept="evaluations so far are in the run store")
+    with interrupt_hint(lambda: hint) as hinted:
+        try:
+            _run(console, target, task, model, backend, budget, time_limit, out, algo, seed, run_id, gpu, quiet,
+                 user)
+        except VeriforgeError as exc:
+            _fail(str(exc))
+        except KeyboardInterrupt:
+            if not hinted:
+                typer.echo(hint, err=True)
+            raise typer.Exit(INTERRUPTED_EXIT) from None
 
 
 def _say_family(console: Any, ref: str | None) -> None:
@@ -217,15 +226,38 @@ def _say_family(console: Any, ref: str | None) -> None:
 def _run(console: Any, target: str | None, task: str | None, model: str | None, backend: str,
          budget: int | None, time_limit: float | None, out: Path, algo: str, seed: int,
          run_id: str | None, gpu: str, quiet: bool, user: dict[str, Any] | None = None) -> None:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
-
-    from veriforge.core.store import RunStore
-    from veriforge.optiml.report import write_outputs
-    from veriforge.optiml.xsearch import XSearchSettings, optimize, resolve_inputs
+    from veriforge.cli.preflight import check_model, check_out_file, prepare_out
+    from veriforge.optiml.xsearch import XSearchSettings
 
     settings = XSearchSettings(algorithm=algo, max_evaluations=budget, max_seconds=time_limit, seed=seed,
                                backend=backend, gpu=gpu)
+    # Everything that would waste the search is checked first, in seconds: the output location
+    # (writable, not a file, no other run writing there) and the model (answers one request).
+    option = "--out"
+    if user is not None and str(out).endswith(".cu"):
+        check_out_file(out)
+        lock_dir, option = out.parent / f"{out.stem}.optiml", f"--out {out}: its run folder"
+    else:
+        lock_dir = out
+    with prepare_out(lock_dir, command="veriforge optimize", run_id=run_id, option=option):
+        if model:
+            console.print(f"model {model}: {check_model(model)}", markup=False, highlight=False)
+        _search(console, target, task, model, budget, out, settings, run_id, quiet, user)
+
+
+def _search(console: Any, target: str | None, task: str | None, model: str | None, budget: int | None,
+            out: Path, settings: Any, run_id: str | None, quiet: bool, user: dict[str, Any] | None) -> None:
+    """The search and its summary, once the output folder is locked and the model answered."""
+    import threading
+
+    from rich.table import Table
+
+    from veriforge.cli.progress import StepProgress
+    from veriforge.core.store import RunStore
+    from veriforge.optiml.report import write_outputs
+    from veriforge.optiml.xsearch import optimize, resolve_inputs
+
+    backend = settings.backend
     built = None
     out_kernel: Path | None = None
     if user is not None:
@@ -252,19 +284,24 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
 
         proposers = proposers_with_model(create_client(model), spec)
     store = RunStore()
-    total = budget or 0
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TextColumn("best {task.fields[best]}"), TextColumn("[dim]{task.fields[bottleneck]}"),
-                  TimeElapsedColumn(), console=console, disable=quiet, transient=False) as bar:
-        tid = bar.add_task(f"optimising {label}", total=total or None, best="–", bottleneck="")
+    # a resumed run continues its count: the evaluations stored before the interruption are done
+    done_before = len(store.records("search.node", run_id=run_id)) if run_id else 0
+    console.print(f"run {run_id} (store {store.path})" + (f"; resuming after {done_before} stored evaluation(s)"
+                                                          if done_before else ""), markup=False, highlight=False)
+    with StepProgress(f"optimising {label}", budget, console=console, quiet=quiet, prefix="optimize") as bar:
+
+        def started(cand: Any) -> None:
+            meta = getattr(cand, "metadata", None) or {}
+            edit = meta.get("description") or meta.get("edit") or meta.get("operator") or "start"
+            bar.started(threading.get_ident(), f"candidate {cand.hash[:10]} ({str(edit)[:60]})")
 
         def progress(p: dict[str, Any]) -> None:
-            best = "–" if p["best"] is None else f"{p['best']:.4g}"
-            bar.update(tid, completed=min(p["calls"], total) if total else p["calls"], best=best,
-                       bottleneck=f"bottleneck: {p['bottleneck']}" if p["bottleneck"] else "")
+            best = "best –" if p["best"] is None else f"best {p['best']:.4g}"
+            note = best + (f" · bottleneck: {p['bottleneck']}" if p["bottleneck"] else "")
+            bar.step(done_before + p["calls"], note, key=threading.get_ident())
 
         result = optimize(target, task=task, settings=settings, proposers=proposers, store=store,
-                          run_id=run_id, progress=progress,
+                          run_id=run_id, progress=progress, started=started,
                           resolved=(built.spec, built.start, built.label) if built is not None else None)
     paths = write_outputs(result, out)
     start, best = result.start.evaluation.details, result.best.evaluation.details
@@ -297,6 +334,11 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
     if model_line:
         console.print(f"model proposals: {model_line} (reasons in tree.json, proposer_skips)",
                       markup=False, highlight=False)
+    calls = result.model_calls()
+    if calls["failed"]:
+        from veriforge.optiml.report import model_calls_line
+
+        console.print(f"model calls: {model_calls_line(calls)}", markup=False, highlight=False)
     st = result.search.stats
     console.print(f"{st.unique_evaluations} kernels evaluated ({st.accepted} accepted, {st.rejected} rejected), "
                   f"run {result.search.run_id}")
@@ -317,3 +359,9 @@ def _run(console: Any, target: str | None, task: str | None, model: str | None, 
         paths["kernel"] = _write_user_kernel(console, built, result.best.state.source, out_kernel)
     for what, path in paths.items():
         console.print(f"{what:>7}: {path}")
+    if calls["all_failed"]:
+        # The outputs are written, but the run the user asked for (with a model) did not happen.
+        typer.echo(f"error: every model call failed ({calls['failed']} of {calls['calls']}; first: "
+                   f"{calls['first_error']}); the result above comes from the built-in operators only "
+                   f"(run {result.search.run_id})", err=True)
+        raise typer.Exit(1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -118,8 +118,6 @@ def validate_cmd(
 ) -> None:
     """Check tasks: schema, signatures, references, and every implementation on the CPU back-end."""
     from veriforge.cuda.tasks import bundled_tasks, iter_tasks
-    from veriforge.cuda.tasks.validate import validate_many
-
     folders: list[Path] = []
     for p in paths or []:
         if not p.exists():
@@ -132,7 +130,7 @@ def validate_cmd(
         folders = bundled_tasks()
     if not folders:
         _fail("no tasks to validate")
-    reports = validate_many(folders, jobs, run_impls=not quick)
+    reports = _validate_with_progress(folders, jobs, run_impls=not quick)
     failed = [r for r in reports if not r.ok]
     if as_json:
         typer.echo(json.dumps({"ok": not failed, "tasks": [r.to_dict() for r in reports]}, indent=2))
@@ -158,3 +156,33 @@ def validate_cmd(
                     console.print(f"  - implementation {i.name}: {i.reason}", highlight=False, markup=False)
     if failed:
         raise typer.Exit(1)
+
+
+def _validate_with_progress(folders: list[Path], jobs: int | None, *, run_impls: bool) -> list[Any]:
+    """:func:`~veriforge.cuda.tasks.validate.validate_many` with a line per finished task on stderr
+    (a live bar in a terminal) and a heartbeat naming the tasks still running: validating every
+    bundled task takes minutes, and a silent command looks hung."""
+    import concurrent.futures as cf
+
+    from veriforge.cli.progress import StepProgress
+    from veriforge.cuda.evaluate.executor import ThreadExecutor
+    from veriforge.cuda.tasks.validate import submit_validation, warm_up
+
+    with StepProgress(f"validating {len(folders)} task(s)", len(folders), prefix="tasks validate") as bar:
+        if run_impls:
+            bar.note("tasks validate: preparing the CPU runtime and references (the first run compiles them)")
+            bar.started("warm-up", "the CPU runtime build")
+            warm_up(folders)
+            bar.finished("warm-up")
+        with ThreadExecutor(jobs) as pool:
+            futures = submit_validation(folders, pool, run_impls=run_impls, warm=False)
+            names = {f: folder.name for f, folder in zip(futures, folders, strict=True)}
+            for f in futures:
+                bar.started(f, names[f])
+            for f in cf.as_completed(futures):
+                report = f.result()
+                good = sum(i.correct for i in report.impls)
+                status = "ok" if report.ok else "FAIL"
+                bar.step(note=f"{report.task_id or names[f]} {status} ({good}/{len(report.impls)} impls, "
+                              f"{report.seconds:.1f} s)", key=f)
+            return [f.result() for f in futures]

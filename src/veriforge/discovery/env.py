@@ -548,7 +548,10 @@ def run_cli(
             if t.reward == 1.0
             else ("infrastructure" if m.get("infrastructure_failure") else "failed")
         )
-        print(f"  {t.task_id} #{m.get('sample')}: {verdict} after {m.get('attempts')} attempt(s)", flush=True)
+        # the cause on the same line: "infrastructure" alone says nothing a user can act on
+        why = " ".join(str(m.get("failure_reason") or "").split())[:300] if verdict != "verified" else ""
+        print(f"  {t.task_id} #{m.get('sample')}: {verdict} after {m.get('attempts')} attempt(s)"
+              + (f": {why}" if why else ""), flush=True)
 
     s = run_tasks(tasks_path, out=out_path, model=model, agent=agent, n=n, on_episode=progress)
     m = s.metrics

@@ -62,3 +62,11 @@ def kind_for_status(status: int) -> str:
     if status == 408:
         return "timeout"
     return "bad_request"
+
+
+class ModelUnavailableError(LLMError):
+    """A configured model did not answer the one cheap request made before long work starts.
+
+    Raised up front so a search, a generation or a benchmark does not run for minutes with every
+    model call failing quietly into the trace file.
+    """

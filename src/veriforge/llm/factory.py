@@ -14,7 +14,7 @@ from typing import Any
 from veriforge.llm.backend import ChatBackend
 from veriforge.llm.cache import MemoryCache, ResponseCache, StoreCache
 from veriforge.llm.client import LLMClient
-from veriforge.llm.errors import LLMConfigError
+from veriforge.llm.errors import LLMConfigError, LLMRequestError, ModelUnavailableError
 from veriforge.llm.naming import ModelSpec, no_model_message, parse_model
 from veriforge.llm.retry import RetryPolicy
 
@@ -138,6 +138,12 @@ async def ping(model: str, timeout: float = 5.0, settings: Any | None = None) ->
 
 
 async def _ping_http(spec: ModelSpec, timeout: float, settings: Any) -> tuple[bool, str]:
+    ok, detail, _ = await _probe_models(spec, timeout, settings)
+    return ok, detail
+
+
+async def _probe_models(spec: ModelSpec, timeout: float, settings: Any) -> tuple[bool, str, int | None]:
+    """``GET {base_url}/models``: (ok, detail, HTTP status or None when nothing answered)."""
     import httpx
 
     headers = {}
@@ -149,19 +155,20 @@ async def _ping_http(spec: ModelSpec, timeout: float, settings: Any) -> tuple[bo
         async with httpx.AsyncClient(timeout=timeout, trust_env=False) as http:
             resp = await http.get(url, headers=headers)
     except httpx.TimeoutException:
-        return False, f"{url}: no answer within {timeout:g} s"
+        return False, f"{url}: no answer within {timeout:g} s", None
     except httpx.HTTPError as exc:
-        return False, f"{url}: cannot connect ({type(exc).__name__}: {exc})"
+        return False, f"{url}: cannot connect ({type(exc).__name__}: {exc})", None
     if resp.status_code != 200:
-        return False, f"{url}: HTTP {resp.status_code} {resp.text[:200]}"
+        return False, f"{url}: HTTP {resp.status_code} {resp.text[:200]}", resp.status_code
     try:
         served = [str(m.get("id")) for m in resp.json().get("data", [])]
     except (ValueError, AttributeError):
-        return False, f"{url}: answered, but not with an OpenAI model list"
+        return False, f"{url}: answered, but not with an OpenAI model list", resp.status_code
     if served and spec.model not in served and spec.provider != "llamacpp":
         shown = ", ".join(served[:10]) + (" ..." if len(served) > 10 else "")
-        return False, f"{spec.base_url} answers but does not serve {spec.model!r} (serves: {shown})"
-    return True, f"{spec.base_url} serves {spec.model!r}" + (f" ({len(served)} models)" if served else "")
+        return False, f"{spec.base_url} answers but does not serve {spec.model!r} (serves: {shown})", 200
+    detail = f"{spec.base_url} serves {spec.model!r}" + (f" ({len(served)} models)" if served else "")
+    return True, detail, 200
 
 
 def _ping_local(spec: ModelSpec) -> tuple[bool, str]:
@@ -171,3 +178,73 @@ def _ping_local(spec: ModelSpec) -> tuple[bool, str]:
     if not (path / "config.json").is_file():
         return False, f"{path} has no config.json: not a transformers model directory"
     return True, f"local transformers model at {path}"
+
+
+#: Seconds the check before a long run waits for a model's first token (a loaded server answers a
+#: one-token request in well under a second; a cold hosted API in a few).
+CHECK_TIMEOUT_S = 15.0
+
+
+async def check_answers(model: str, settings: Any | None = None, timeout: float | None = None) -> str:
+    """Make sure ``model`` answers before long work depends on it; returns a one-line description.
+
+    HTTP back-ends: one ``GET {base_url}/models`` with ``timeout`` seconds (what ``veriforge doctor``
+    asks) — a server that is down, rejects the key or does not serve the model is reported in
+    seconds, and no chat request is spent or counted. Endpoints without a model list (404/405) get
+    one chat request for a single token instead, sent straight to the back-end (no retries, cache
+    or trace). Local and scripted models are checked for presence only: loading weights to check
+    them would cost what the run costs. Raises :class:`ModelUnavailableError` naming the endpoint
+    and what to do.
+    """
+    timeout = CHECK_TIMEOUT_S if timeout is None else timeout
+    spec = parse_model(model)
+    if spec.kind != "http":
+        ok, detail = await ping(model, timeout=timeout, settings=settings)
+        if not ok:
+            raise ModelUnavailableError(f"model {model} is not usable: {detail}")
+        return detail
+    cfg = _settings(settings)
+    ok, detail, status = await _probe_models(spec, timeout, cfg)
+    if ok:
+        return detail
+    if status not in (404, 405):
+        raise ModelUnavailableError(f"model {model} does not answer: {detail}; {_advice(spec)}")
+    return await _probe_chat(spec, model, cfg, timeout)
+
+
+async def _probe_chat(spec: ModelSpec, model: str, cfg: Any, timeout: float) -> str:
+    """One single-token chat request to an endpoint that lists no models."""
+    from veriforge.llm.backend import close_backend
+    from veriforge.llm.types import ChatRequest, Message
+
+    limit = min(float(timeout), float(getattr(cfg, "timeout_s", timeout) or timeout))
+    probe_cfg = cfg.model_copy(update={"timeout_s": limit}) if hasattr(cfg, "model_copy") else cfg
+    backend = create_backend(spec, probe_cfg)
+    request = ChatRequest(messages=[Message(role="user", content="Reply with OK.")], max_tokens=1, n=1)
+    try:
+        await backend.chat(request)
+    except LLMRequestError as exc:
+        raise ModelUnavailableError(f"model {model} does not answer at {spec.base_url}: {_reason(exc, spec)}; "
+                                    f"{_advice(spec)}") from None
+    finally:
+        await close_backend(backend)
+    return f"{spec.base_url} answers for {spec.model!r} (it lists no models)"
+
+
+def _reason(exc: LLMRequestError, spec: ModelSpec) -> str:
+    """The back-end's message without the identity prefix the caller already names."""
+    text = str(exc)
+    prefix = f"{spec.provider}:{spec.model}@{spec.base_url}: "
+    return (text[len(prefix):] if text.startswith(prefix) else text).strip()[:300]
+
+
+def _advice(spec: ModelSpec) -> str:
+    """What to do about an HTTP model that does not answer."""
+    start = {
+        "vllm": f"start it (vllm serve {spec.model})",
+        "sglang": f"start it (python -m sglang.launch_server --model-path {spec.model})",
+        "ollama": f"start it (ollama serve; ollama pull {spec.model})",
+        "llamacpp": "start it (llama-server -m MODEL.gguf)",
+    }.get(spec.provider, "check the server and the API key")
+    return (f"{start}, give its address as {spec.provider + ':' if spec.provider != 'endpoint' else ''}"
+            f"{spec.model}@http://HOST:PORT/v1, or leave out --model; `veriforge doctor` checks the model")

@@ -154,6 +154,7 @@ def render_report(result: OptimizeResult) -> str:
         ("verified without a score", _unscored_html(nodes)),
         ("ran out of CPU emulation time", esc(emulation_line(nodes))),
         ("held-out sizes (never shown to a proposer)", esc(heldout_line(result.heldout))),
+        ("model calls", _model_calls_html(result.model_calls())),
         ("proposals dropped before evaluation", _skips_html(result.proposer_skips, result.proposer_calls)),
         ("evaluations", f"{stats.unique_evaluations} unique ({stats.accepted} accepted, {stats.rejected} "
                         f"rejected), {stats.remeasured} re-measured, stop: {esc(stats.stop_reason)}"),
@@ -239,6 +240,25 @@ def skips_line(skips: list[dict[str, Any]], calls: dict[str, int]) -> str:
     failed = sum(1 for s in skips if s.get("kind") == "call_failed")
     made = ", ".join(f"{n}: {c} call(s)" for n, c in calls.items())
     return f"{made}; {failed} failed; {len(skips) - failed} reply part(s) dropped"
+
+
+def model_calls_line(calls: dict[str, Any]) -> str:
+    """"12 made, 12 failed (first: ...)" for the summary and report; "" without a model."""
+    if not calls.get("calls"):
+        return ""
+    text = f"{calls['calls']} made, {calls['failed']} failed"
+    if calls.get("all_failed"):
+        text += " — EVERY model call failed: only the built-in operators searched"
+    if calls.get("first_error"):
+        text += f" (first: {calls['first_error'][:200]})"
+    return text
+
+
+def _model_calls_html(calls: dict[str, Any]) -> str:
+    line = model_calls_line(calls)
+    if not line:
+        return "none (no model proposer)"
+    return f"<b class='bad'>{html.escape(line)}</b>" if calls.get("failed") else html.escape(line)
 
 
 def _skips_html(skips: list[dict[str, Any]], calls: dict[str, int]) -> str:

@@ -129,13 +129,15 @@ class KernelEvaluator:
     """
 
     def __init__(self, spec: TaskSpec, settings: XSearchSettings, *, store: RunStore | None = None,
-                 progress: ProgressFn | None = None) -> None:
+                 progress: ProgressFn | None = None, started: Callable[[Candidate], None] | None = None) -> None:
         from veriforge.cuda.tasks.reference import task_content_hash
 
         self.spec = spec
         self.settings = settings
         self.store = store
         self.progress = progress
+        #: called with each candidate as its evaluation begins (a heartbeat can name a slow one)
+        self.started = started
         self.calls = 0
         self.fresh = 0
         self._seen: dict[str, int] = {}
@@ -171,6 +173,8 @@ class KernelEvaluator:
 
         s = self.settings
         self.calls += 1
+        if self.started is not None:
+            self.started(cand)
         try:
             res = evaluate(self.spec, cand, backend=s.backend, store=self.store, trials=s.trials, seed=seed,
                            timeout=s.eval_timeout_s)
@@ -340,6 +344,17 @@ class OptimizeResult:
     def speedup(self) -> float:
         return self.start_time / self.best_time if self.best_time > 0 else float("nan")
 
+    def model_calls(self) -> dict[str, Any]:
+        """Model calls made and failed over the run: ``{"calls", "failed", "all_failed", "first_error"}``.
+
+        A search keeps going when model calls fail (the built-in operators still propose), so the
+        count has to be shown: a run whose every model call failed is not the run the user asked for.
+        """
+        failed = [s for s in self.proposer_skips if s.get("kind") == "call_failed"]
+        calls = sum(self.proposer_calls.values())
+        return {"calls": calls, "failed": len(failed), "all_failed": calls > 0 and len(failed) >= calls,
+                "first_error": str(failed[0].get("reason")) if failed else None}
+
     def findings(self, node: Any) -> list[Finding]:
         return [Finding.from_dict(f) for f in (node.evaluation.details.get("findings") or [])]
 
@@ -377,6 +392,7 @@ class OptimizeResult:
         data["heldout"] = self.heldout
         data["proposer_skips"] = list(self.proposer_skips)
         data["proposer_calls"] = dict(self.proposer_calls)
+        data["model_calls"] = self.model_calls()
         data["provenance"] = self.settings.provenance
         data["settings"] = {k: v for k, v in self.settings.__dict__.items() if k != "weights"}
         data["settings"]["weights"] = self.settings.weights.to_dict()
@@ -409,6 +425,7 @@ def optimize(target: str | Path | None = None, *, task: str | Path | None = None
              settings: XSearchSettings | None = None, proposers: Sequence[Any] | None = None,
              store: RunStore | None = None, run_id: str | None = None,
              progress: ProgressFn | None = None,
+             started: Callable[[Candidate], None] | None = None,
              resolved: tuple[TaskSpec, Candidate, str] | None = None) -> OptimizeResult:
     """Run OptiML-X on ``target`` (kernel file or task; see :func:`resolve_inputs`).
 
@@ -423,7 +440,7 @@ def optimize(target: str | Path | None = None, *, task: str | Path | None = None
 
     settings = settings or XSearchSettings()
     spec, start, label = resolved if resolved is not None else resolve_inputs(target, task)
-    evaluator = KernelEvaluator(spec, settings, store=store, progress=progress)
+    evaluator = KernelEvaluator(spec, settings, store=store, progress=progress, started=started)
     evaluator.heldout = HeldOut(spec, start, backend=settings.backend, trials=settings.trials, store=store)
     props = list(proposers) if proposers else [BuiltinProposer()]
     engine = make_engine(settings, props, evaluator, store, run_id, spec.id)
