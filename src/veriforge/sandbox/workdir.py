@@ -17,6 +17,7 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from veriforge.errors import SandboxError
@@ -56,7 +57,7 @@ class Workdir:
         self.uid = uid
         self.owned = cwd is None
         self.keep = keep or not self.owned
-        self._owners: dict[str, tuple[int, int]] = {}
+        self._token = f"{os.getpid()}-{id(self)}-{os.urandom(4).hex()}"  # this run, in a lend journal
         if cwd is None:
             try:
                 self.path = Path(tempfile.mkdtemp(prefix="veriforge-sbx-"))
@@ -90,31 +91,40 @@ class Workdir:
             raise WorkdirError(f"cannot write sandbox files into {self.path}: {exc}") from exc
 
     def lend(self) -> None:
-        """Give the directory tree to the sandbox uid (recording owners of an adopted cwd)."""
+        """Give the directory tree to the sandbox uid (recording owners of an adopted cwd).
+
+        An adopted cwd's original owners go to a journal outside the tree (see :class:`_LendJournal`)
+        shared by every run lending the same folder: a second run started while the first holds it
+        must not take the sandbox uid for the owner, and a run killed before it gave the tree back
+        must not leave it to the sandbox uid for good -- the next run restores it first.
+        """
         if self.uid is None:
             return
         try:
-            for path in self._walk():
-                st = path.lstat()
-                if not self.owned:
-                    self._owners[str(path)] = (st.st_uid, st.st_gid)
-                os.lchown(path, self.uid, self.uid)
             if self.owned:
+                for path in self._walk():
+                    os.lchown(path, self.uid, self.uid)
                 self.path.chmod(0o700)
+                return
+            with _LendJournal(self.path) as journal:
+                journal.recover()
+                for path in self._walk():
+                    st = path.lstat()
+                    journal.owners.setdefault(str(path), (st.st_uid, st.st_gid))
+                    os.lchown(path, self.uid, self.uid)
+                journal.holders[self._token] = os.getpid()
         except OSError as exc:
             raise WorkdirError(f"cannot hand {self.path} to the sandbox uid {self.uid}: {exc}") from exc
 
     def give_back(self) -> None:
-        """Return an adopted cwd's entries to their owners; new entries go to the cwd's owner."""
+        """Return an adopted cwd's entries to their owners once no other run holds it; new entries
+        go to the cwd's owner."""
         if self.uid is None or self.owned:
             return
-        default = self._owners.get(str(self.path), (os.getuid(), os.getgid()))
-        for path in self._walk():
-            uid, gid = self._owners.get(str(path), default)
-            try:
-                os.lchown(path, uid, gid)
-            except OSError:
-                pass
+        with _LendJournal(self.path) as journal:
+            journal.holders.pop(self._token, None)
+            if not journal.live_holders():
+                journal.restore(self._walk())
 
     def _walk(self):
         yield self.path
@@ -126,6 +136,84 @@ class Workdir:
         """Remove the directory we created (never an adopted cwd, never one asked to be kept)."""
         if self.owned and not self.keep:
             shutil.rmtree(self.path, ignore_errors=True)
+
+
+class _LendJournal:
+    """Original owners of an adopted folder lent to the sandbox uid, and the runs holding it.
+
+    Kept in ``<tmp>/veriforge-lent/<digest>.json`` (root-only), read and written under an exclusive
+    ``fcntl`` lock, so concurrent runs in one folder and runs killed mid-way (SIGKILL, a test
+    timeout) cannot leave the user's files owned by the sandbox uid.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        import hashlib
+
+        base = Path(tempfile.gettempdir()) / "veriforge-lent"
+        base.mkdir(mode=0o700, exist_ok=True)
+        digest = hashlib.sha256(str(folder).encode()).hexdigest()[:24]
+        self.folder, self.file, self.lock_path = folder, base / f"{digest}.json", base / f"{digest}.lock"
+        self.owners: dict[str, tuple[int, int]] = {}
+        self.holders: dict[str, int] = {}  # token of each lending run -> its pid
+
+    def __enter__(self) -> _LendJournal:
+        import fcntl
+        import json
+
+        self._lock = open(self.lock_path, "a+")  # held until __exit__
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        if self.file.is_file():
+            try:
+                data = json.loads(self.file.read_text())
+                self.owners = {k: (int(v[0]), int(v[1])) for k, v in data.get("owners", {}).items()}
+                self.holders = {str(k): int(v) for k, v in data.get("holders", {}).items()}
+            except (OSError, ValueError, TypeError, IndexError, AttributeError):
+                self.owners, self.holders = {}, {}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import fcntl
+        import json
+
+        try:
+            if self.holders:
+                self.file.write_text(json.dumps({"path": str(self.folder), "owners": self.owners,
+                                                 "holders": self.holders}))
+            else:
+                self.file.unlink(missing_ok=True)
+        finally:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+
+    def live_holders(self) -> dict[str, int]:
+        """The holders whose process still exists (a dead one gave nothing back)."""
+        alive = {}
+        for token, pid in self.holders.items():
+            try:
+                os.kill(pid, 0)
+                alive[token] = pid
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                alive[token] = pid
+        self.holders = alive
+        return alive
+
+    def recover(self) -> None:
+        """A journal whose runs are all gone: give the tree back before lending it again."""
+        if self.owners and not self.live_holders():
+            walk = (Path(root) / n for root, dirs, names in os.walk(self.folder) for n in dirs + names)
+            self.restore([self.folder, *walk])
+
+    def restore(self, paths: Iterable[Path]) -> None:
+        default = self.owners.get(str(self.folder), (os.getuid(), os.getgid()))
+        for path in paths:
+            uid, gid = self.owners.get(str(path), default)
+            try:
+                os.lchown(path, uid, gid)
+            except OSError:
+                pass
+        self.owners = {}
 
 
 def default_path() -> str:

@@ -282,3 +282,18 @@ def test_defines_reach_the_source(compile_cu):
     x = np.zeros(16, np.int32)
     mod.launch("k", 1, 16, [x])
     np.testing.assert_array_equal(x, 3 * np.arange(16) - 1)
+
+
+def test_single_letter_user_macros_do_not_break_the_runtime(compile_cu):
+    """`-D N=64` / `#define K 16` are everyday CUDA; the runtime's templates use N, T, K ... as names,
+    so its headers shield themselves (push/undef/pop) and the user's macros still reach the user's code."""
+    src = (
+        "#include <cooperative_groups.h>\n#include <mma.h>\nnamespace cg = cooperative_groups;\n"
+        "__global__ void k(int* x) {\n"
+        "    cg::thread_block b = cg::this_thread_block();\n"
+        "    x[threadIdx.x] = N * threadIdx.x + K + (int)sizeof(T) + (int)b.size() * 0;\n}\n"
+    )
+    mod = compile_cu(src, defines={"N": 64, "K": 3, "T": "double", "M": 7})
+    x = np.zeros(8, np.int32)
+    mod.launch("k", 1, 8, [x])
+    np.testing.assert_array_equal(x, 64 * np.arange(8) + 3 + 8)

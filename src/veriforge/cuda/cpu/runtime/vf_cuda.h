@@ -7,6 +7,7 @@
 // because some of CUDA's macro names (__noinline__) collide with GCC attribute spellings used
 // inside libstdc++.
 #pragma once
+#include "vf_macro_guard_begin.h"
 #define VERIFORGE_CPU_RUNTIME 1
 
 #include <algorithm>
@@ -127,3 +128,4 @@ static constexpr int warpSize = 32;
 #define __CUDACC_VER_BUILD__ 0
 #endif
 #define VF_CUDA_ARCH_DEVICE_ 900
+#include "vf_macro_guard_end.h"

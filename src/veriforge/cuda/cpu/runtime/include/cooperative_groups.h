@@ -3,6 +3,7 @@
 // coalesced groups, binary/labeled partitions and the reduce/scan helpers, and the grid of a
 // cooperative launch (this_grid().sync(): every block is resident, see scheduler.cpp).
 #pragma once
+#include "../vf_macro_guard_begin.h"
 
 namespace cooperative_groups {
 
@@ -417,3 +418,4 @@ template <class T> struct bit_xor {
 
 #include "cooperative_groups/reduce.h"
 #include "cooperative_groups/scan.h"
+#include "../vf_macro_guard_end.h"

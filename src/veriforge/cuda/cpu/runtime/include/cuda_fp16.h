@@ -2,6 +2,7 @@
 // host versions of the intrinsics it only defines for device code (vf_half_extras.h). Without
 // a CUDA installation there is no faithful definition of __half: fail with a clear message.
 #pragma once
+#include "../vf_macro_guard_begin.h"
 #if defined(VF_HAVE_CUDA_HEADERS) && __has_include_next(<cuda_fp16.h>)
 #include "../vf_host_pass_begin.h"
 #include_next <cuda_fp16.h>
@@ -26,3 +27,4 @@ template <class H> requires std::is_same_v<H, __half> inline int __half2int_ru(H
 #else
 #error "veriforge CPU runtime: cuda_fp16.h needs CUDA's headers (set CUDA_HOME, install the CUDA toolkit or 'pip install nvidia-cuda-runtime'); __half is unavailable without them"
 #endif
+#include "../vf_macro_guard_end.h"

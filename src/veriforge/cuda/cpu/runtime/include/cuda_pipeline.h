@@ -1,6 +1,7 @@
 // veriforge CPU runtime: <cuda_pipeline.h> - nvcuda::experimental::pipeline (CUDA 11's cp.async
 // pipeline). Copies are done when issued (see cuda/vf_sync.h), so commits and waits are no-ops.
 #pragma once
+#include "../vf_macro_guard_begin.h"
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
@@ -39,3 +40,4 @@ template <std::size_t N, class T> inline auto segment(T* ptr) -> T (*)[N] { retu
 
 }  // namespace experimental
 }  // namespace nvcuda
+#include "../vf_macro_guard_end.h"

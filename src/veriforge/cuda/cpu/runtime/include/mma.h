@@ -20,6 +20,7 @@
 // int32 (wrapping, or saturating with satf); double (m8n8k4) is computed in double with fused
 // multiply-adds. Sub-byte types (experimental::precision::u4/s4/b1) are not supported (static_assert).
 #pragma once
+#include "../vf_macro_guard_begin.h"
 
 #include <cmath>
 #include <cstdint>
@@ -261,3 +262,4 @@ inline void mma_sync(fragment<accumulator, M, N, K, TD, void>& d, const fragment
 
 }  // namespace wmma
 }  // namespace nvcuda
+#include "../vf_macro_guard_end.h"

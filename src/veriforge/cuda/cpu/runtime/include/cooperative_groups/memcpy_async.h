@@ -3,6 +3,7 @@
 // wait is its barrier (all of the group's copies have been issued - hence done - once every thread
 // reached it), as CUDA requires every thread of the group to call both.
 #pragma once
+#include "../../vf_macro_guard_begin.h"
 #include <cooperative_groups.h>
 #include <cuda/vf_sync.h>
 
@@ -29,3 +30,4 @@ template <unsigned NumStages, class Group> inline void wait_prior(const Group& g
 }
 
 }  // namespace cooperative_groups
+#include "../../vf_macro_guard_end.h"

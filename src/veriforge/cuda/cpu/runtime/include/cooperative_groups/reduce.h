@@ -2,6 +2,7 @@
 // shfl_xor), tiles of 64 ... 1024 threads (each warp reduces, then the warps' results are folded in
 // warp order) and coalesced groups (folded in rank order).
 #pragma once
+#include "../../vf_macro_guard_begin.h"
 #include "../cooperative_groups.h"
 
 namespace cooperative_groups {
@@ -23,3 +24,4 @@ inline T reduce(const coalesced_group& g, T value, Op op, int line = __builtin_L
     return acc;
 }
 }  // namespace cooperative_groups
+#include "../../vf_macro_guard_end.h"

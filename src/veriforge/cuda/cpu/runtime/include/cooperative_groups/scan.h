@@ -2,6 +2,7 @@
 // (Hillis-Steele over shfl_up), tiles of 64 ... 1024 threads (a scan per warp, then the totals of
 // the warps before) and coalesced groups (in rank order).
 #pragma once
+#include "../../vf_macro_guard_begin.h"
 #include "../cooperative_groups.h"
 
 namespace cooperative_groups {
@@ -87,3 +88,4 @@ inline T exclusive_scan(const coalesced_group& g, T value, Op op = Op(), int lin
     return g.thread_rank() == 0 ? T{} : prev;
 }
 }  // namespace cooperative_groups
+#include "../../vf_macro_guard_end.h"

@@ -11,6 +11,7 @@
 // __syncthreads() in divergent code is. Device- and system-scope barriers (in global memory,
 // shared by several blocks) wait by yielding.
 #pragma once
+#include "../../vf_macro_guard_begin.h"
 
 #include <atomic>
 #include <cstddef>
@@ -156,3 +157,4 @@ inline async_contract_fulfillment memcpy_async(const Group& group, void* dst, co
 }
 
 }  // namespace cuda
+#include "../../vf_macro_guard_end.h"

@@ -1,0 +1,56 @@
+// veriforge CPU runtime: shield the runtime's own code from single-letter macros a user defines
+// (`-D N=64`, `#define K 16` are common in CUDA projects; the runtime's templates use N, T, K ...).
+// Included at the top of every runtime header, paired with vf_macro_guard_end.h at its end; no
+// include guard: it must act every time.
+#pragma push_macro("A")
+#undef A
+#pragma push_macro("B")
+#undef B
+#pragma push_macro("C")
+#undef C
+#pragma push_macro("D")
+#undef D
+#pragma push_macro("E")
+#undef E
+#pragma push_macro("F")
+#undef F
+#pragma push_macro("G")
+#undef G
+#pragma push_macro("H")
+#undef H
+#pragma push_macro("I")
+#undef I
+#pragma push_macro("J")
+#undef J
+#pragma push_macro("K")
+#undef K
+#pragma push_macro("L")
+#undef L
+#pragma push_macro("M")
+#undef M
+#pragma push_macro("N")
+#undef N
+#pragma push_macro("O")
+#undef O
+#pragma push_macro("P")
+#undef P
+#pragma push_macro("Q")
+#undef Q
+#pragma push_macro("R")
+#undef R
+#pragma push_macro("S")
+#undef S
+#pragma push_macro("T")
+#undef T
+#pragma push_macro("U")
+#undef U
+#pragma push_macro("V")
+#undef V
+#pragma push_macro("W")
+#undef W
+#pragma push_macro("X")
+#undef X
+#pragma push_macro("Y")
+#undef Y
+#pragma push_macro("Z")
+#undef Z

@@ -1,0 +1,77 @@
+"""An adopted folder (``cwd=`` of ``cuda run``: the user's own directory) lent to sandbox uids comes
+back to its owners however runs overlap or die: two runs lending one folder at once, and a run
+killed before it gave the folder back (the next run restores it first)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from veriforge.sandbox.workdir import Workdir, _LendJournal
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="lending needs root (chown to the sandbox uid)")
+
+UID_A, UID_B = 2_000_400_001, 2_000_400_002
+
+
+@pytest.fixture
+def reachable(tmp_path):
+    """A folder the sandbox uid can reach (pytest's own tmp folders are 0700)."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="vf-lend-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _tree(root: Path) -> Path:
+    (root / "sub").mkdir(parents=True)
+    (root / "input.txt").write_text("x")
+    (root / "sub" / "data.bin").write_bytes(b"\0")
+    return root
+
+
+def _owners(root: Path) -> set[int]:
+    return {p.lstat().st_uid for p in [root, *root.rglob("*")]}
+
+
+def test_overlapping_runs_in_one_folder_give_it_back_to_its_owner(reachable):
+    tree = _tree(reachable / "project")
+    owner = os.getuid()
+    a, b = Workdir(tree, uid=UID_A, keep=True), Workdir(tree, uid=UID_B, keep=True)
+    a.lend()
+    assert _owners(tree) == {UID_A}
+    b.lend()  # b must not record UID_A as the owner of the user's files
+    assert _owners(tree) == {UID_B}
+    (tree / "sub" / "made_by_b.txt").write_text("new")
+    os.lchown(tree / "sub" / "made_by_b.txt", UID_B, UID_B)
+    a.give_back()
+    assert _owners(tree) == {UID_B}  # b still runs there
+    b.give_back()
+    assert _owners(tree) == {owner}  # new entries go to the folder's owner too
+    assert not _LendJournal(tree.resolve()).file.exists()
+
+
+def test_a_run_killed_while_holding_the_folder_is_undone_by_the_next_run(reachable):
+    tree = _tree(reachable / "project")
+    owner = os.getuid()
+    # a child process lends the folder and dies without giving it back (SIGKILL, a test timeout)
+    code = (f"import os\nfrom pathlib import Path\nfrom veriforge.sandbox.workdir import Workdir\n"
+            f"Workdir(Path({str(tree)!r}), uid={UID_A}, keep=True).lend()\nos._exit(0)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    assert _owners(tree) == {UID_A}
+    journal = _LendJournal(tree.resolve()).file
+    assert json.loads(journal.read_text())["owners"][str(tree.resolve() / "input.txt")] == [owner, os.getgid()]
+    nxt = Workdir(tree, uid=UID_B, keep=True)
+    nxt.lend()
+    nxt.give_back()
+    assert _owners(tree) == {owner}
+    assert not journal.exists()
