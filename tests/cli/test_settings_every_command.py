@@ -181,3 +181,21 @@ def test_doctor_reports_the_configured_model(tmp_path, monkeypatch):
     res = _invoke("--set", f"llm.model=scripted:{replies}", "doctor", "--json")
     assert res.exit_code == 0, res.output
     assert str(replies) in res.output
+
+
+def test_sandbox_timeout_bounds_a_candidate_evaluation(tmp_path, monkeypatch):
+    """`sandbox.timeout_s` is the base limit of one evaluation (plus at most the base per case): a
+    hanging candidate is stopped after seconds, not the default minute."""
+    from veriforge.core.config import load_settings
+    from veriforge.cuda.tasks.load import find_task
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VERIFORGE_STORE__PATH", str(tmp_path / "runs.sqlite"))
+    src = (find_task("c2cuda/vector_add") / "impls" / "naive.cu").read_text()
+    spin = "    volatile int spin_ = 1; while (spin_) { }\n"
+    Path("spin.cu").write_text(src.replace("    const int threads = 256;", spin + "    const int threads = 256;"))
+    res = _invoke("--set", "sandbox.timeout_s=2", "eval", "c2cuda/vector_add", "spin.cu")
+    assert res.exit_code == 1, res.output
+    # vector_add's 3 configurations x 2 trials = 6 cases: 2 s + 6 x 2 s (default: 60 s + 6 x 10 s)
+    assert "did not finish within 14 s" in res.output, res.output
+    assert load_settings().sandbox.timeout_s == 60.0  # the override lived only for that command

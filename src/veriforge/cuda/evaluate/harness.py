@@ -138,6 +138,8 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
                "estimate": _estimate_version() if estimate else False, "profile": profile, "timing": timing}
     if timeout is not None:  # a limit can turn a verdict into a timeout: results under another limit differ
         options["timeout"] = timeout
+    elif _base_timeout() != DEFAULT_BASE_TIMEOUT_S:  # so does a configured sandbox.timeout_s
+        options["timeout_base"] = _base_timeout()
     baseline_source = None
     if baseline is not None:
         baseline_source = resolve_candidate(baseline, spec.family).source
@@ -184,6 +186,19 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
 
 SECRET_TRIAL_BASE = 1 << 40
 """Trial numbers at or above this were drawn from a secret (never written into prompts or tasks)."""
+
+
+DEFAULT_BASE_TIMEOUT_S = 60.0
+
+
+def _base_timeout() -> float:
+    """Base time limit of one candidate evaluation: the ``sandbox.timeout_s`` setting (default 60 s;
+    ``--set sandbox.timeout_s=...``, ``veriforge.toml``). The call site adds a per-case allowance of
+    at most the base (10 s per case by default), so a small setting bounds the whole evaluation.
+    PyTorch tasks get twice the base (a framework import and a reference run per configuration)."""
+    from veriforge.core.config import active_settings
+
+    return float(active_settings().sandbox.timeout_s)
 
 
 def _trial_numbers(trials: int, seed: int | None, secret: int | None = None) -> list[int]:
@@ -280,7 +295,8 @@ def _evaluate_c(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, *, t
             case = make_case(spec, config, t)
             cases.append(CCase(config=config, trial=t, args=case.args, variables=dict(case.env)))
             refs.append(reference_outputs(spec, case, version=HARNESS_VERSION, cache=t < SECRET_TRIAL_BASE))
-    limit = timeout if timeout is not None else 60.0 + 10.0 * len(cases)
+    first = _base_timeout()
+    limit = timeout if timeout is not None else first + min(10.0, first) * len(cases)
     tolerances = {p.name: spec.tolerance.for_output(p.name, p.dtype) for p in spec.params if p.is_output}
     request = CRequest(task_id=spec.id, source=cand.source, entry=spec.entry, params=params, cases=cases,
                        timeout_s=limit, timing=timing, memcheck=memcheck, baseline_source=baseline,
@@ -433,7 +449,8 @@ def _evaluate_torch(spec: TaskSpec, cand: Candidate, be: Any, base: EvalResult, 
     for name in configs:
         cfg = spec.config(name)
         tconfigs.append(TorchConfig(name=name, seed=int(cfg.seed), overrides=cfg.variables))
-    limit = timeout if timeout is not None else 120.0 + 20.0 * len(tconfigs) * trials
+    first = 2 * _base_timeout()
+    limit = timeout if timeout is not None else first + min(20.0, first) * len(tconfigs) * trials
     request = TorchRequest(task_id=spec.id, reference_source=(spec.folder / "reference.py").read_text(),
                            candidate_source=cand.source, configs=tconfigs, trials=trials, timeout_s=limit,
                            timing=timing, allowed_dtypes=tuple(spec.allowed_dtypes),
