@@ -140,3 +140,13 @@ def test_compile_errors_of_an_own_kernel_name_the_users_file(tmp_path, monkeypat
                               "--size", "a=32", "-q", "--budget", "2"])
     assert res.exit_code == 2
     assert "mine.cu:1:" in res.output and "reference.cu" not in res.output
+
+
+def test_eval_takes_the_family_of_the_candidates_file_for_an_id_in_several_families(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VERIFORGE_STORE__PATH", str(tmp_path / "runs.sqlite"))
+    (tmp_path / "my_gemv.cu").write_text((find_task("c2cuda/gemv") / "impls" / "naive.cu").read_text())
+    res = runner.invoke(app, ["eval", "gemv", "my_gemv.cu"])
+    assert res.exit_code == 0, res.output
+    assert "task gemv: using c2cuda/gemv (my_gemv.cu is a .cu candidate)" in res.output
+    assert "several families" not in res.output

@@ -42,6 +42,7 @@ def eval_cmd(
         raise typer.Exit(2)
     from veriforge.cuda.evaluate.harness import evaluate
 
+    task = _family_for(task, candidate)
     store = None
     try:
         if not no_cache:
@@ -147,3 +148,19 @@ def _print_estimate(estimate: dict, sizes: dict | None = None) -> None:
             typer.echo(f"      unknown: {u}")
         for w in c.get("worst_case") or []:
             typer.echo(f"      worst case: {w}")
+
+
+def _family_for(task: str, candidate: Path) -> str:
+    """A bare id bundled in several families (``gemv``) means the family the candidate's file
+    belongs to: a ``.cu`` file is a C→CUDA candidate, a ``.py`` file a PyTorch→CUDA one. Said in
+    one line; anything else is left for the task loader (which names the choices)."""
+    from veriforge.cuda.tasks.load import bundled_families
+
+    families = bundled_families(task)
+    wanted = {".cu": "c2cuda", ".cuh": "c2cuda", ".py": "torch2cuda"}.get(candidate.suffix)
+    if len(families) > 1 and wanted in families:
+        typer.echo(f"task {task}: using {wanted}/{task} ({candidate.name} is a {candidate.suffix} candidate)",
+                   err=True)
+        return f"{wanted}/{task}"
+    return task
+
