@@ -77,6 +77,8 @@ def test_capture_replaces_show_calls_and_saves_at_cell_ends():
     nb = capture_figures(nb_src, ast.parse(nb_src), ["matplotlib"], "notebook")
     assert nb is not None and nb.count(f"{SAVE_FN}()") == 3  # before cells 2 and 3, and at the end
     assert capture_figures("print(1)\n", ast.parse("print(1)\n"), ["numpy"], "script") is None
+    stats_only = "import matplotlib.pyplot as plt\nfrom scipy import stats\nprint(stats.ttest_rel([1, 2], [2, 3]))\n"
+    assert capture_figures(stats_only, ast.parse(stats_only), ["matplotlib", "scipy"], "script") is None
 
 
 def test_python2_conversion_only_when_the_result_parses():

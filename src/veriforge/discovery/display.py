@@ -63,6 +63,26 @@ def insertion_line(source: str) -> int:
         return 0
 
 
+_DRAW_CALLS = frozenset(
+    {"plot", "hist", "bar", "barh", "scatter", "boxplot", "violinplot", "imshow", "heatmap", "errorbar",
+     "pie", "subplots", "figure", "contour", "contourf", "pcolormesh", "fill_between", "step", "stem",
+     "lineplot", "scatterplot", "barplot", "histplot", "kdeplot", "regplot", "lmplot",
+     "catplot", "pointplot", "stripplot", "swarmplot", "countplot", "displot", "relplot", "pairplot",
+     "jointplot", "clustermap", "matshow", "semilogy", "semilogx", "loglog"}
+)
+
+
+def _draws(tree: ast.Module) -> bool:
+    """Whether the program calls something that draws (importing matplotlib for a t-test's
+    p-value table is not a figure: capturing it would only make a task without outputs)."""
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute | ast.Name)
+        and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in _DRAW_CALLS
+        for n in ast.walk(tree)
+    )
+
+
 def _future_end(tree: ast.Module) -> int:
     """Line after the module docstring and ``from __future__`` imports (they must stay first)."""
     end = 0
@@ -82,7 +102,7 @@ def capture_figures(source: str, tree: ast.Module, imports: list[str], kind: str
     cell (where Jupyter shows a cell's open figures) and the end of the program (figures still
     open when a script ends). Figures are closed once saved, so each is saved once.
     """
-    if not _PLOT_MODULES & set(imports):
+    if not _PLOT_MODULES & set(imports) or not _draws(tree):
         return None
     lines = source.splitlines(keepends=True)
     # replace show() calls, last first so earlier positions stay valid (columns are UTF-8 bytes)
