@@ -52,7 +52,10 @@ def _floats(cell: str) -> float | None:
 
 def table_variants(data: bytes, sep: str, ordered: bool) -> list[tuple[str, bytes]]:
     """Harmless rewrites of a delimited table (label: pass)."""
-    text = data.decode("utf-8-sig")
+    try:
+        encoding, text = "utf-8", data.decode("utf-8-sig")
+    except UnicodeDecodeError:  # research tables are often Latin-1 (Excel exports)
+        encoding, text = "latin-1", data.decode("latin-1")
     rows = list(csv.reader(io.StringIO(text), delimiter=sep))
     if len(rows) < 2 or len(rows[0]) < 1:
         return []
@@ -61,7 +64,7 @@ def table_variants(data: bytes, sep: str, ordered: bool) -> list[tuple[str, byte
     def dump(hdr: list[str], rows_: list[list[str]], end: str = "\n") -> bytes:
         buf = io.StringIO()
         csv.writer(buf, delimiter=sep, lineterminator=end).writerows([hdr, *rows_])
-        return buf.getvalue().encode()
+        return buf.getvalue().encode(encoding)
 
     out: list[tuple[str, bytes]] = []
     rng = random.Random(3)
