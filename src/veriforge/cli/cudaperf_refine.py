@@ -70,7 +70,7 @@ def refine_cmd(
     from rich.console import Console
 
     from veriforge.cli.preflight import check_model, prepare_out
-    from veriforge.cli.progress import INTERRUPTED_EXIT, interrupt_hint, interrupted, new_run_id
+    from veriforge.cli.progress import interrupted, new_run_id, run_interruptible
     from veriforge.core.config import active_settings
 
     settings = active_settings()
@@ -82,20 +82,14 @@ def refine_cmd(
     console = Console()
     run_id = resume or new_run_id()  # known before the first turn, so Ctrl-C can say how to resume
     hint = interrupted(run_id, kept="finished turns are in the run store", option="--resume")
-    with interrupt_hint(lambda: hint) as hinted:
-        try:
-            name = _model(model, base_url)
-            with prepare_out(out, command="veriforge cudaperf refine", run_id=run_id):
-                console.print(f"model {name}: {check_model(name)}", markup=False, highlight=False,
-                              soft_wrap=True)
-                _run(console, target, name, turns, backend, out, run_id, reward_preset, temperature, max_tokens,
-                     store_path)
-        except VeriforgeError as exc:
-            _fail(str(exc))
-        except KeyboardInterrupt:
-            if not hinted:
-                typer.echo(hint, err=True)
-            raise typer.Exit(INTERRUPTED_EXIT) from None
+    def work() -> None:
+        name = _model(model, base_url)
+        with prepare_out(out, command="veriforge cudaperf refine", run_id=run_id):
+            console.print(f"model {name}: {check_model(name)}", markup=False, highlight=False, soft_wrap=True)
+            _run(console, target, name, turns, backend, out, run_id, reward_preset, temperature, max_tokens,
+                 store_path)
+
+    run_interruptible(lambda: hint, work, _fail)
 
 
 def _run(console: Any, target: str, model: str, turns: int, backend: str, out: Path, resume: str | None,

@@ -180,25 +180,23 @@ def bench_cmd(
     printed --run-id) skips finished items and resumes interrupted ones. An item that fails is
     recorded as that item's error (exit code 1), not the grid's, and retried on the next run.
     """
-    from veriforge.cli.progress import INTERRUPTED_EXIT, interrupt_hint, interrupted
+    from veriforge.cli.progress import interrupted, run_interruptible
 
     ids: list[str] = []  # the bench id, once _bench has derived it
 
     def hint() -> str:
         return interrupted(ids[0] if ids else None, kept="finished items are in the run store")
 
-    with interrupt_hint(hint) as hinted:
-        try:
-            result_paths, cells = _bench(ctx, suite, out, data, depth, width, methods, config, model, limit,
-                                         concurrency, cache, plots, run_id, export_distill,
-                                         reviewer=reviewer, final=final, all_policies=all_policies, ids=ids)
-        except VeriforgeError as exc:
-            _fail(str(exc))
-            return
-        except KeyboardInterrupt:
-            if not hinted:
-                typer.echo(hint(), err=True)
-            raise typer.Exit(INTERRUPTED_EXIT) from None
+    done = run_interruptible(
+        hint,
+        lambda: _bench(ctx, suite, out, data, depth, width, methods, config, model, limit, concurrency, cache,
+                       plots, run_id, export_distill, reviewer=reviewer, final=final, all_policies=all_policies,
+                       ids=ids),
+        _fail,
+    )
+    if done is None:
+        return
+    result_paths, cells = done
     for cell in cells:
         row = cell.row()
         typer.echo(f"{row['method']:>17} d={row['depth']} w={row['width']}  acc={row['accuracy']:.3f}  "

@@ -193,20 +193,12 @@ def optimize_cmd(
         user = {"kernel": kernel, "grid": grid, "block": block, "param": param, "size": size, "init": init,
                 "reference": reference, "host": host, "emulation_budget": emulation_budget}
     _say_family(console, task if task is not None else target)
-    from veriforge.cli.progress import INTERRUPTED_EXIT, interrupt_hint, interrupted, new_run_id
+    from veriforge.cli.progress import interrupted, new_run_id, run_interruptible
 
     run_id = run_id or new_run_id()  # known before the search starts, so Ctrl-C can name it
     hint = interrupted(run_id, kept="evaluations so far are in the run store")
-    with interrupt_hint(lambda: hint) as hinted:
-        try:
-            _run(console, target, task, model, backend, budget, time_limit, out, algo, seed, run_id, gpu, quiet,
-                 user)
-        except VeriforgeError as exc:
-            _fail(str(exc))
-        except KeyboardInterrupt:
-            if not hinted:
-                typer.echo(hint, err=True)
-            raise typer.Exit(INTERRUPTED_EXIT) from None
+    run_interruptible(lambda: hint, lambda: _run(console, target, task, model, backend, budget, time_limit, out,
+                                                 algo, seed, run_id, gpu, quiet, user), _fail)
 
 
 def _say_family(console: Any, ref: str | None) -> None:

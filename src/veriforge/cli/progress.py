@@ -277,3 +277,23 @@ def interrupt_hint(message: Callable[[], str], grace_s: float | None = None) -> 
         yield printed
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def run_interruptible(hint: Callable[[], str], work: Callable[[], Any], fail: Callable[[str], Any]) -> Any:
+    """``work()`` under :func:`interrupt_hint`: a :class:`VeriforgeError` goes to ``fail`` as one
+    line; Ctrl-C prints ``hint()`` once (from the handler, or here if the handler was not active)
+    and exits 130. What every resumable command does around its work."""
+    import typer
+
+    from veriforge.errors import VeriforgeError
+
+    with interrupt_hint(hint) as hinted:
+        try:
+            return work()
+        except VeriforgeError as exc:
+            return fail(str(exc))
+        except KeyboardInterrupt:
+            if not hinted:
+                typer.echo(hint(), err=True)
+            raise typer.Exit(INTERRUPTED_EXIT) from None
+

@@ -40,11 +40,11 @@ def test_cli_list_show_validate(tmp_path: Path) -> None:
     runner = CliRunner()
     res = runner.invoke(app, ["list", "--root", str(DATA), "--json", "--family", "c2cuda"])
     assert res.exit_code == 0, res.output
-    assert {t["id"] for t in json.loads(res.output)["tasks"]} == {"vec_scale_add", "histogram"}
+    assert {t["id"] for t in json.loads(res.stdout)["tasks"]} == {"vec_scale_add", "histogram"}
     res = runner.invoke(app, ["show", str(DATA / "c2cuda" / "histogram")])
     assert res.exit_code == 0 and 'extern "C" void solve(const int* x, int* hist, int n, int bins)' in res.output
     res = runner.invoke(app, ["validate", str(DATA / "c2cuda" / "vec_scale_add"), "--json"])
-    assert res.exit_code == 0 and json.loads(res.output)["ok"] is True
+    assert res.exit_code == 0 and json.loads(res.stdout)["ok"] is True  # progress lines go to stderr
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "task.toml").write_text('id = "broken"\n')
