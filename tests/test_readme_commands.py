@@ -169,17 +169,6 @@ int main(int argc, char** argv) {
 }
 """
 
-_ROW_SUM = """\
-__global__ void row_sum(const float* A, float* out, int rows, int cols) {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r < rows) {
-        float s = 0.0f;
-        for (int c = 0; c < cols; ++c) s += A[r * cols + c];
-        out[r] = s;
-    }
-}
-"""
-
 
 def _scenario(root: Path) -> Path:
     """The files the README's commands name, under ``root``; returns the folder they run in."""
@@ -204,7 +193,7 @@ def _scenario(root: Path) -> Path:
     shutil.copytree(find_task("c2cuda/vector_add"), work / "my_tasks" / "vector_add")
     shutil.copy(find_task("c2cuda/softmax_rows") / "impls" / "warp_shuffle.cu", work / "my_softmax.cu")
     shutil.copy(find_task("c2cuda/softmax_rows") / "impls" / "naive.cu", work / "my_kernel.cu")
-    (work / "row_sum.cu").write_text(_ROW_SUM)
+    shutil.copy(REPO / "benchmarks" / "user_kernels" / "row_sum.cu", work / "row_sum.cu")
     shutil.copytree(REPO / "tests" / "discovery" / "fixtures" / "numpy_sim", work / "path" / "to" / "research-repo")
     shutil.copytree(REPO / "examples", work / "examples")
     return work

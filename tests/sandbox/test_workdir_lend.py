@@ -75,3 +75,24 @@ def test_a_run_killed_while_holding_the_folder_is_undone_by_the_next_run(reachab
     nxt.give_back()
     assert _owners(tree) == {owner}
     assert not journal.exists()
+
+
+def test_a_journal_folder_planted_by_another_user_is_refused(reachable, monkeypatch):
+    """Whoever controls the journal chooses whom the user's files go back to: a planted folder
+    (not ours, or open to others) stops the lend instead of being used."""
+    import tempfile
+
+    from veriforge.sandbox.workdir import WorkdirError
+
+    monkeypatch.setattr(tempfile, "tempdir", str(reachable))
+    planted = reachable / "veriforge-lent"
+    planted.mkdir()
+    os.chown(planted, UID_A, UID_A)
+    tree = _tree(reachable / "project")
+    with pytest.raises(WorkdirError, match="not a private folder"):
+        Workdir(tree, uid=UID_B, keep=True).lend()
+    assert _owners(tree) == {os.getuid()}
+    os.chown(planted, os.getuid(), os.getgid())
+    planted.chmod(0o777)
+    with pytest.raises(WorkdirError, match="not a private folder"):
+        Workdir(tree, uid=UID_B, keep=True).lend()

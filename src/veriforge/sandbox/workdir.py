@@ -151,6 +151,12 @@ class _LendJournal:
 
         base = Path(tempfile.gettempdir()) / "veriforge-lent"
         base.mkdir(mode=0o700, exist_ok=True)
+        st = base.lstat()
+        # the journal decides whom the user's files are given back to: a folder someone else made
+        # (a program that could write to the shared temp dir) must never be trusted
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise WorkdirError(f"{base} is not a private folder of this user (owner uid {st.st_uid}, "
+                               f"mode {stat.S_IMODE(st.st_mode):o}); remove it and run again")
         digest = hashlib.sha256(str(folder).encode()).hexdigest()[:24]
         self.folder, self.file, self.lock_path = folder, base / f"{digest}.json", base / f"{digest}.lock"
         self.owners: dict[str, tuple[int, int]] = {}
