@@ -8,6 +8,13 @@ Two mining losses on real repositories are programs whose results exist but are 
   saved, in display order, as ``pred_results/figure_<n>.png`` -- the gold run then produces the
   figures and the plot recorder judges them by their data. Only programs that import matplotlib or
   seaborn and write nothing else are changed.
+- **Displayed plotly figures.** The same notebooks draw with plotly: ``fig.show()``, a figure as a
+  cell's last expression (Jupyter displays it), ``display(fig)``, ``iplot(fig)``. Those display
+  points are rewritten to write the figure with ``plotly.io.write_json`` as
+  ``pred_results/figure_<n>.json`` (numbered with the matplotlib figures, in display order); the
+  recorder records its traces there, so no image renderer (kaleido, a browser) is needed. Which
+  object is a plotly figure is decided when the program runs (``isinstance`` of plotly's
+  ``BaseFigure``): anything else is shown exactly as before.
 - **Python 2.** :func:`python2_to_3` runs the standard 2to3 fixers (``lib2to3``, or the ``fissix``
   fork where the standard library no longer has it) and keeps the result only if it parses.
 """
@@ -18,10 +25,27 @@ import ast
 import warnings
 from typing import Any
 
-__all__ = ["FIGURE_PREFIX", "SAVE_FN", "capture_figures", "insertion_line", "python2_to_3"]
+__all__ = [
+    "FIGURE_PREFIX",
+    "MPL_CAPTURED",
+    "PLOTLY_CAPTURED",
+    "PLOTLY_SAVE_FN",
+    "SAVE_FN",
+    "capture_figures",
+    "capture_notes",
+    "insertion_line",
+    "python2_to_3",
+]
 
 SAVE_FN = "_veriforge_save_figures"
+PLOTLY_SAVE_FN = "_veriforge_save_plotly"
 FIGURE_PREFIX = "figure_"
+_COUNTER = "_veriforge_figure_count"  # shared by both savers: one numbering in display order
+MPL_CAPTURED = "figures it only displays are saved as pred_results/figure_<n>.png (in display order)"
+PLOTLY_CAPTURED = (
+    "plotly figures it only displays (fig.show(), a notebook cell's last expression, display()/iplot()) "
+    "are written with plotly.io.write_json as pred_results/figure_<n>.json (in display order)"
+)
 _PLOT_MODULES = frozenset({"matplotlib", "seaborn"})
 _SHOW_OWNERS = frozenset({"plt", "pyplot", "matplotlib.pyplot", "pylab", "sns", "seaborn"})
 
@@ -30,9 +54,55 @@ def {SAVE_FN}(*_args, **_kwargs):  # added by veriforge: a displayed figure is s
     import matplotlib.pyplot as _plt
 
     for _num in _plt.get_fignums():
-        {SAVE_FN}.count = getattr({SAVE_FN}, "count", 0) + 1
-        _plt.figure(_num).savefig(f"pred_results/{FIGURE_PREFIX}{{{SAVE_FN}.count}}.png")
+        _n = globals()["{_COUNTER}"] = globals().get("{_COUNTER}", 0) + 1
+        _plt.figure(_num).savefig(f"pred_results/{FIGURE_PREFIX}{{_n}}.png")
     _plt.close("all")
+
+'''
+
+_PLOTLY_HELPER = f'''
+def {PLOTLY_SAVE_FN}(obj):  # added by veriforge: a displayed plotly figure is saved as an output
+    try:
+        from plotly.basedatatypes import BaseFigure as _BaseFigure
+    except ImportError:
+        return False
+    if not isinstance(obj, _BaseFigure):
+        return False
+    import plotly.io as _pio
+
+    _n = globals()["{_COUNTER}"] = globals().get("{_COUNTER}", 0) + 1
+    _pio.write_json(obj, f"pred_results/{FIGURE_PREFIX}{{_n}}.json")
+    return True
+
+
+class _veriforge_shown:  # added by veriforge: fig.show() saves a plotly figure instead of showing it
+    def __new__(cls, obj):
+        try:
+            from plotly.basedatatypes import BaseFigure as _BaseFigure
+        except ImportError:
+            return obj
+        if not isinstance(obj, _BaseFigure):
+            return obj  # anything else keeps its own show()
+        self = super().__new__(cls)
+        self.fig = obj
+        return self
+
+    def show(self, *_args, **_kwargs):
+        {PLOTLY_SAVE_FN}(self.fig)
+
+
+def _veriforge_display(obj):  # added by veriforge: a cell's last expression, displayed by Jupyter
+    {PLOTLY_SAVE_FN}(obj)
+
+
+def _veriforge_display_via(show):  # added by veriforge: display(fig) / iplot(fig) save plotly figures
+    def call(*args, **kwargs):
+        rest = [a for a in args if not {PLOTLY_SAVE_FN}(a)]
+        if rest or not args:
+            return show(*rest, **kwargs)
+        return None
+
+    return call
 
 '''
 
@@ -95,16 +165,136 @@ def _future_end(tree: ast.Module) -> int:
     return end
 
 
+_PLOTLY_FIGURE_CALLS = frozenset({"Figure", "FigureWidget", "make_subplots"})
+_PLOTLY_OWNERS = frozenset({"px", "plotly.express", "ff", "plotly.figure_factory"})
+_DISPLAY_NAMES = frozenset({"display", "iplot"})
+_DISPLAY_DOTTED = frozenset({"pio.show", "plotly.io.show", "io.show"})
+_PLT_SHOWS = frozenset(f"{owner}.show" for owner in _SHOW_OWNERS)
+
+
+def _plotly_draws(tree: ast.Module) -> bool:
+    """Whether the program builds a plotly figure (``go.Figure``, ``go.FigureWidget``,
+    ``make_subplots``, a ``px.*`` or ``ff.create_*`` call)."""
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        if isinstance(n.func, ast.Name) and n.func.id in _PLOTLY_FIGURE_CALLS - {"Figure"}:
+            return True
+        if isinstance(n.func, ast.Attribute):
+            if n.func.attr in _PLOTLY_FIGURE_CALLS or _dotted(n.func.value) in _PLOTLY_OWNERS:
+                return True
+    return False
+
+
+def _offset(line_starts: list[int], lineno: int, col: int) -> int:
+    """Byte offset in ``raw`` of an AST position (1-based line, UTF-8 byte column)."""
+    return line_starts[lineno - 1] + col
+
+
+def _plotly_display_edits(source: str, tree: ast.Module, kind: str) -> list[tuple[int, int, str]]:
+    """``[(byte offset, order, text)]`` insertions that route plotly display points to the saver.
+
+    ``x.show(...)`` -> ``_veriforge_shown(x).show(...)`` (any receiver except pyplot/seaborn: only a
+    plotly figure is affected when it runs); ``display(...)``/``iplot(...)``/``pio.show(...)`` ->
+    ``_veriforge_display_via(display)(...)``; a notebook cell's last top-level expression (unless
+    it ends with ``;``, which hides it in Jupyter) -> ``_veriforge_display(expr)``. Order 0 closes
+    a wrap before order 1 opens another at the same offset.
+    """
+    raw = source.encode("utf-8")
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line.encode("utf-8")))
+    edits: list[tuple[int, int, str]] = []
+
+    def wrap(node: ast.expr, opener: str) -> None:
+        if node.end_lineno is None or node.end_col_offset is None:
+            return
+        edits.append((_offset(starts, node.lineno, node.col_offset), 1, opener))
+        edits.append((_offset(starts, node.end_lineno, node.end_col_offset), 0, ")"))
+
+    handled: set[int] = set()
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        f = n.func
+        if isinstance(f, ast.Attribute) and f.attr == "show" and _dotted(f) not in _DISPLAY_DOTTED | _PLT_SHOWS:
+            wrap(f.value, "_veriforge_shown(")
+            handled.add(id(n))
+        elif (isinstance(f, ast.Name) and f.id in _DISPLAY_NAMES) or (
+            isinstance(f, ast.Attribute) and (f.attr in _DISPLAY_NAMES or _dotted(f) in _DISPLAY_DOTTED)
+        ):
+            wrap(f, "_veriforge_display_via(")
+            handled.add(id(n))
+    if kind == "notebook":
+        cell_starts = [i + 1 for i, line in enumerate(source.splitlines()) if line.startswith("# In[")]
+        bounds = cell_starts + [len(source.splitlines()) + 2]
+        for lo, hi in zip(bounds, bounds[1:]):  # noqa: B905
+            body = [st for st in tree.body if lo <= st.lineno < hi]
+            last = body[-1] if body else None
+            if not isinstance(last, ast.Expr) or id(last.value) in handled:
+                continue
+            if isinstance(last.value, ast.Constant):
+                continue  # a docstring or a bare literal: never a figure
+            tail = raw[_offset(starts, last.end_lineno or last.lineno, last.end_col_offset or 0) :]
+            if tail.split(b"\n", 1)[0].lstrip().startswith(b";"):
+                continue
+            wrap(last.value, "_veriforge_display(")
+    return edits
+
+
+def _apply_edits(source: str, edits: list[tuple[int, int, str]]) -> str:
+    raw = source.encode("utf-8")
+    out, prev = [], 0
+    for pos, _, text in sorted(edits, key=lambda e: (e[0], e[1])):
+        out.append(raw[prev:pos])
+        out.append(text.encode("utf-8"))
+        prev = pos
+    out.append(raw[prev:])
+    return b"".join(out).decode("utf-8")
+
+
+def capture_notes(captured: str) -> list[str]:
+    """What :func:`capture_figures` changed, in words (for ``source_changes`` and warnings)."""
+    notes = []
+    if f"def {SAVE_FN}(" in captured:
+        notes.append(MPL_CAPTURED)
+    if f"def {PLOTLY_SAVE_FN}(" in captured:
+        notes.append(PLOTLY_CAPTURED)
+    return notes
+
+
 def capture_figures(source: str, tree: ast.Module, imports: list[str], kind: str) -> str | None:
     """``source`` changed to save the figures it displays, or None when it does not plot.
 
-    Display points: every ``plt.show()`` call (replaced by the save), the end of every notebook
-    cell (where Jupyter shows a cell's open figures) and the end of the program (figures still
-    open when a script ends). Figures are closed once saved, so each is saved once.
+    Matplotlib display points: every ``plt.show()`` call (replaced by the save), the end of every
+    notebook cell (where Jupyter shows a cell's open figures) and the end of the program (figures
+    still open when a script ends). Figures are closed once saved, so each is saved once. Plotly
+    display points (``fig.show()``, a cell's last expression, ``display``/``iplot``) write the
+    figure as ``figure_<n>.json`` (see :func:`_plotly_display_edits`); a plotly program with none
+    of them displays nothing and is not changed.
     """
-    if not _PLOT_MODULES & set(imports) or not _draws(tree):
+    mpl = bool(_PLOT_MODULES & set(imports)) and _draws(tree)
+    plotly = any(m == "plotly" or m.startswith("plotly.") for m in imports) and _plotly_draws(tree)
+    helpers = ""
+    if plotly:
+        edits = _plotly_display_edits(source, tree, kind)
+        if edits:
+            source = _apply_edits(source, edits)
+            tree = ast.parse(source)
+            helpers += _PLOTLY_HELPER
+    if not mpl and not helpers:
         return None
     lines = source.splitlines(keepends=True)
+    if mpl:
+        lines = _matplotlib_points(lines, tree, kind)
+        helpers = _HELPER + helpers
+    at = _future_end(tree)
+    return "".join(lines[:at]) + helpers + "".join(lines[at:])
+
+
+def _matplotlib_points(lines: list[str], tree: ast.Module, kind: str) -> list[str]:
+    """``lines`` with ``plt.show()`` replaced by the saver, and a save at every notebook cell's
+    end and at the program's end."""
     # replace show() calls, last first so earlier positions stay valid (columns are UTF-8 bytes)
     for call in sorted(_show_calls(tree), key=lambda c: (c.lineno, c.col_offset), reverse=True):
         if call.lineno != call.end_lineno:
@@ -122,8 +312,7 @@ def capture_figures(source: str, tree: ast.Module, imports: list[str], kind: str
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     lines.append(f"{SAVE_FN}()\n")
-    at = _future_end(tree)
-    return "".join(lines[:at]) + _HELPER + "".join(lines[at:])
+    return lines
 
 
 def python2_to_3(source: str) -> str | None:

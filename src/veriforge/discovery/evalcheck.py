@@ -551,6 +551,25 @@ def _restyle(data: dict[str, Any]) -> bool:
     return True
 
 
+def _restyle_plotly_file(data: bytes) -> bytes:
+    """A plotly figure file (JSON, or the JSON stand-in of an unrendered image) restyled: another
+    template, size and trace colours -- what an evaluator of plotly figures must not look at."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return data
+    if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
+        return data
+    layout = doc.setdefault("layout", {})
+    layout["template"] = {"layout": {"paper_bgcolor": "black", "font": {"color": "white"}}}
+    layout["width"], layout["height"] = 777, 555
+    for i, trace in enumerate(doc["data"]):
+        if isinstance(trace, dict):
+            trace["marker"] = {**(trace.get("marker") or {}), "symbol": "x"}
+            trace["line"] = {**(trace.get("line") or {}), "color": f"#{(i * 40 + 17) % 256:02x}8040"}
+    return json.dumps(doc).encode()
+
+
 def figure_controls(png: bytes, plotdata: bytes) -> list[tuple[str, bytes | None, bytes | None]]:
     """``[(name, figure bytes, plot-data bytes)]`` for a recorded figure (``None``: remove the file).
 
@@ -575,7 +594,7 @@ def figure_controls(png: bytes, plotdata: bytes) -> list[tuple[str, bytes | None
     out.append(("wrong_type", b"x,y\n1,2\n3,4\n", plotdata))
     restyled = json.loads(plotdata.decode("utf-8"))
     _restyle(restyled)
-    recoloured = png
+    recoloured = _restyle_plotly_file(png)
     try:
         import numpy as np
         from PIL import Image

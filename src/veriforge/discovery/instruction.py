@@ -235,7 +235,13 @@ def figure_summary(gold_dir: Path, rel: str) -> str:
         names = ", ".join(f"{k} {ax[k]!r}" for k in ("title", "xlabel", "ylabel") if str(ax.get(k) or "").strip())
         parts.append(f"panel {i}: " + "; ".join(bits) + (f" ({names})" if names else ""))
     fmt = Path(rel).suffix.lstrip(".").upper() or "PNG"
-    return f"a {fmt} figure saved with matplotlib's savefig, judged by the data it plots (not its style): " + (
+    how = f"a {fmt} figure saved with matplotlib's savefig"
+    if data.get("library") == "plotly":  # judged from the figure object: the agent must use plotly too
+        writer = {"write_json": "fig.write_json", "write_html": "fig.write_html"}.get(
+            str(data.get("writer")), "fig.write_image"
+        )
+        how = f"a plotly figure written with {writer} (plotly's own {fmt} output of the figure object)"
+    return f"{how}, judged by the data it plots (not its style): " + (
         "; ".join(parts) if parts else "its plotted data"
     )
 

@@ -78,6 +78,8 @@ WRITE_CALLS = frozenset(
         "dump",
         "ExcelWriter",
         "write_image",
+        "write_html",  # plotly figures (write_image above): recorded from the figure object
+        "write_json",
         "to_file",
         "tofile",
     }

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from veriforge.discovery.display import capture_figures, python2_to_3
+from veriforge.discovery.display import MPL_CAPTURED, capture_figures, capture_notes, python2_to_3
 from veriforge.discovery.iocalls import Analysis, IORef, analyse, top_level_imports
 from veriforge.discovery.localmods import helper_io_calls, local_closure
 from veriforge.discovery.notebook import NotebookError, notebook_code_size, notebook_to_script
@@ -79,7 +79,7 @@ PACKAGING_FILES = frozenset(
     }
 )
 NO_OUTPUTS = "writes no outputs (prints or shows results only)"
-CAPTURED = "figures it only displays are saved as pred_results/figure_<n>.png (in display order)"
+CAPTURED = MPL_CAPTURED  # matplotlib; plotly figures are written as .json (display.PLOTLY_CAPTURED)
 REMOTE = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 
 
@@ -533,7 +533,7 @@ def mine_repository(
                 cap_tree = ast.parse(captured)
                 an = analyse(captured, file_path=file_path, tree=cap_tree)
                 outcome = _judge(rel, kind, captured, cap_tree, an, index, cfg, repo_name, captured=True)
-                changes.append(CAPTURED)
+                changes.extend(capture_notes(captured))
         if isinstance(outcome, Candidate) and changes:
             outcome.source_changes = changes
             outcome.warnings.extend(changes)

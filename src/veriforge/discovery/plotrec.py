@@ -13,12 +13,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from veriforge.discovery.plotrec_site import MANIFEST, PLOTDATA_DIR, ROOT_ENV
+from veriforge.discovery.plotrec_site import MANIFEST, PLOTDATA_DIR, PLOTLY_COMPANION, ROOT_ENV
 
 __all__ = [
     "MANIFEST",
     "PLOTDATA_DIR",
     "is_plotdata",
+    "is_plotly",
     "load_plotdata",
     "plotdata_path",
     "recorder_env",
@@ -27,21 +28,24 @@ __all__ = [
 ]
 
 _SITE = Path(__file__).with_name("plotrec_site.py")
+_PLOTLY = Path(__file__).with_name("plotrec_plotly.py")
 _HOOK_DIR = ".veriforge_plotrec"
 
 
 def recorder_env(work: Path, results: str = "pred_results") -> dict[str, str]:
     """Copy the recorder into ``work`` and return the environment variables that activate it.
 
-    ``PYTHONPATH`` points at a folder holding only ``sitecustomize.py`` (so nothing else of the
-    program's import resolution changes); ``VERIFORGE_PLOTDATA_ROOT`` is the results folder the
+    ``PYTHONPATH`` points at a folder holding only ``sitecustomize.py`` and the plotly half of the
+    recorder under a name no program uses (``_veriforge_plotrec_plotly.py``), so nothing else of
+    the program's import resolution changes; ``VERIFORGE_PLOTDATA_ROOT`` is the results folder the
     sidecars go under. The folder is made world-readable: the sandbox may run as another user.
     """
     hook = Path(work) / _HOOK_DIR
     hook.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(_SITE, hook / "sitecustomize.py")
     hook.chmod(0o755)
-    (hook / "sitecustomize.py").chmod(0o644)
+    for src, name in ((_SITE, "sitecustomize.py"), (_PLOTLY, f"{PLOTLY_COMPANION}.py")):
+        shutil.copyfile(src, hook / name)
+        (hook / name).chmod(0o644)
     return {"PYTHONPATH": str(hook), ROOT_ENV: str(Path(work) / results)}
 
 
@@ -75,6 +79,11 @@ def recorder_manifest(results_dir: Path | str) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def is_plotly(data: dict[str, Any] | None) -> bool:
+    """Whether a recording describes a plotly figure (read from the figure object, not drawn)."""
+    return bool(data) and (data or {}).get("library") == "plotly"
 
 
 def series_count(data: dict[str, Any] | None) -> int:

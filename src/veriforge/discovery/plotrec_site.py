@@ -14,6 +14,10 @@ original ``savefig`` has drawn the figure, every axes is walked and the data wri
 ``$VERIFORGE_PLOTDATA_ROOT`` (default ``pred_results``). A manifest ``.plotdata/_manifest.json``
 lists every ``savefig`` call, so a planner can tell "recorded nothing" from "recorder absent".
 
+Plotly figures are recorded too (section "plotly" below): when ``plotly.io`` loads, its
+``write_image``/``write_html``/``write_json`` are wrapped, and the figure object's traces are
+written in the same schema (``"library": "plotly"``).
+
 Rules: standard library at module level (the task's interpreter may be any Python ≥ 3.8);
 the recorder never raises into the program (a failure is written to the manifest); no veriforge
 imports. Style (colours, markers, widths, dpi, figure size) is deliberately not recorded.
@@ -276,11 +280,130 @@ def _patch(module):
     Figure.savefig = savefig
 
 
+# ---------------------------------------------------------------------------------- plotly
+# A plotly figure holds its data (fig.to_dict()); it is recorded when written with
+# write_image/write_html/write_json -- the figure object's traces, in the schema above (the
+# mapping is in the companion module, plotrec_plotly.py, copied next to this file as
+# _veriforge_plotrec_plotly.py). fig.write_* delegate to plotly.io.write_*, so wrapping the
+# plotly.io functions records both spellings once.
+PLOTLY_COMPANION = "_veriforge_plotrec_plotly"
+_PLOTLY_WRITERS = ("write_image", "write_html", "write_json")
+_RENDERER_WORDS = ("kaleido", "orca", "chrome", "chromium")
+_plotly_depth = [0]
+
+
+def _plotly_extract(fig):
+    try:
+        mod = __import__(PLOTLY_COMPANION)
+    except ImportError:  # imported as veriforge.discovery.plotrec_site (tests, veriforge itself)
+        from veriforge.discovery import plotrec_plotly as mod
+    return mod.extract_plotly(fig)
+
+
+def _renderer_missing(exc):
+    """Whether ``exc`` says plotly has no image renderer (no kaleido/orca, no Chrome for kaleido)."""
+    text = f"{type(exc).__name__}: {exc}".lower()
+    if any(w in text for w in _RENDERER_WORDS):
+        return True
+    tb = exc.__traceback__
+    while tb is not None:
+        fname = tb.tb_frame.f_code.co_filename.lower()
+        if "kaleido" in fname or "_orca" in fname or "choreographer" in fname:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def record_plotly(fig, file, writer, rendered=True):
+    """Write the plot data of plotly figure ``fig`` written to ``file`` by ``plotly.io.<writer>``."""
+    if not isinstance(file, (str, os.PathLike)):
+        _manifest_add({"path": None, "recorded": False, "library": "plotly", "why": "written to a file object"})
+        return
+    side, rel = _sidecar(os.path.abspath(os.fspath(file)))
+    if side is None:
+        why = "written outside the results folder"
+        _manifest_add({"path": rel, "recorded": False, "library": "plotly", "why": why})
+        return
+    data = _plotly_extract(fig)
+    data["figure"] = rel
+    data["writer"] = writer
+    data["rendered"] = bool(rendered)
+    os.makedirs(os.path.dirname(side), exist_ok=True)
+    with open(side, "w", encoding="utf-8") as fh:
+        json.dump(data, fh)
+    n = sum(len(a["series"]) for a in data["axes"])
+    _manifest_add({"path": rel, "recorded": True, "series": n, "library": "plotly", "rendered": bool(rendered)})
+
+
+def _plotly_placeholder(fig, file):
+    """Stand-in for an image plotly cannot render here (no kaleido/Chrome): the figure's own JSON.
+
+    The program goes on (its later cells still run) and the output exists; the evaluator knows
+    from the recording (``"rendered": false``) that this file holds the figure, not pixels.
+    """
+    import plotly.io as pio
+
+    with open(os.fspath(file), "w", encoding="utf-8") as fh:
+        fh.write(pio.to_json(fig))
+
+
+def _wrap_plotly_writer(module, name):
+    original = module.__dict__.get(name)
+    lazy = module.__dict__.get("__getattr__")  # plotly >= 5 imports io's submodules on first use
+    if original is None and lazy is None:
+        return
+    if getattr(original, "_veriforge_recorder", False):
+        return
+    resolved = [original]
+
+    def writer(fig, file, *args, **kwargs):
+        if resolved[0] is None:
+            resolved[0] = lazy(name)
+        real = resolved[0]
+        if _plotly_depth[0]:
+            return real(fig, file, *args, **kwargs)
+        _plotly_depth[0] += 1
+        try:
+            rendered = True
+            try:
+                result = real(fig, file, *args, **kwargs)
+            except Exception as exc:
+                if name != "write_image" or not isinstance(file, (str, os.PathLike)) or not _renderer_missing(exc):
+                    raise
+                _plotly_placeholder(fig, file)
+                result, rendered = None, False
+            try:
+                record_plotly(fig, file, name, rendered)
+            except Exception as exc:  # never break the program being recorded
+                try:
+                    _manifest_add({"path": str(file), "recorded": False, "library": "plotly",
+                                   "why": f"{type(exc).__name__}: {exc}"})
+                except Exception:
+                    pass
+            return result
+        finally:
+            _plotly_depth[0] -= 1
+
+    writer.__name__ = name
+    writer.__doc__ = getattr(original, "__doc__", None)
+    writer._veriforge_recorder = True
+    setattr(module, name, writer)
+
+
+def _patch_plotly(module):
+    for name in _PLOTLY_WRITERS:
+        _wrap_plotly_writer(module, name)
+
+
+_PATCHES = {"matplotlib.figure": _patch, "plotly.io": _patch_plotly}
+
+
 class _Finder:
-    """Wraps the loader of ``matplotlib.figure`` so the module is patched right after it loads."""
+    """Wraps the loader of ``matplotlib.figure`` (and ``plotly.io``) so the module is patched
+    right after it loads."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != "matplotlib.figure":
+        if name not in _PATCHES:
             return None
         from importlib.machinery import PathFinder
 
@@ -288,11 +411,12 @@ class _Finder:
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         exec_original = spec.loader.exec_module
+        patch = _PATCHES[name]
 
         def exec_module(module):
             exec_original(module)
             try:
-                _patch(module)
+                patch(module)
             except Exception:
                 pass
 
@@ -301,9 +425,13 @@ class _Finder:
 
 
 def install():
-    if "matplotlib.figure" in sys.modules:
-        _patch(sys.modules["matplotlib.figure"])
-    elif not any(isinstance(f, _Finder) for f in sys.meta_path):
+    missing = False
+    for name, patch in _PATCHES.items():
+        if name in sys.modules:
+            patch(sys.modules[name])
+        else:
+            missing = True
+    if missing and not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
 
 

@@ -18,6 +18,9 @@ why:
 * **Figures** (images whose plot data the recorder captured, :mod:`veriforge.discovery.plotrec`):
   the plotted data are compared (series, bar categories, intervals) with the table tolerances;
   style never matters and SSIM is only reported. A recorded figure without data is refused.
+  Plotly figures (written with ``write_json``/``write_html``/``write_image``, or displayed and saved
+  as ``figure_<n>.json`` by the miner) are recorded from the figure object and judged the same way,
+  whatever the file's extension; no pixel metric (no renderer is assumed).
 * **Images** not drawn by matplotlib: same size within 2 px, mean SSIM ≥ 0.95 on grayscale.
 * **Text**: token-for-token with numeric tolerance for short text (≤ 400 tokens); token-overlap
   F1 ≥ 0.9 for longer prose.
@@ -33,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from veriforge.discovery.evalsynth import runtime
-from veriforge.discovery.plotrec import PLOTDATA_DIR, is_plotdata, load_plotdata, series_count
+from veriforge.discovery.plotrec import PLOTDATA_DIR, is_plotdata, is_plotly, load_plotdata, series_count
 
 DEFAULT_RTOL = 1e-4
 DEFAULT_ATOL = 1e-8
@@ -82,6 +85,11 @@ def plan_output(
     """
     ext = gold_path.suffix.lower()
     data = gold_path.read_bytes()
+    results = gold_dir if gold_dir is not None else _results_dir(gold_path, rel)
+    if is_plotly(load_plotdata(results, rel)):  # a plotly figure, whatever the file: judged by its data
+        figure = _plan_figure(results, rel)
+        if figure is not None:
+            return {"path": rel, **figure}
     if ext in TABLE_EXT:
         entry = _plan_table(data, TABLE_EXT[ext], program_source)
         if entry is not None:
@@ -195,7 +203,32 @@ def _plan_figure(gold_dir: Path, rel: str) -> dict[str, Any] | None:
             "reason": "figure: it only shows pictures (RGB/RGBA arrays, e.g. images read from files); "
             "there is no plotted data to judge it by",
         }
+    lost = data.get("unextracted") or []
+    if lost:
+        kinds = sorted({str(t.get("type")) for t in lost})
+        return {
+            "kind": "unsupported",
+            "reason": f"figure: the data of {len(lost)} plotly trace(s) of type {', '.join(kinds)} cannot be "
+            "read from the figure object; judging the rest would pass a figure that is wrong there",
+        }
     n_axes = sum(1 for ax in data.get("axes") or [] if ax.get("series"))
+    if is_plotly(data):
+        rendered = data.get("rendered", True) and Path(rel).suffix.lower() not in (".json", ".html", ".htm")
+        how = {"write_json": "fig.write_json", "write_html": "fig.write_html", "write_image": "fig.write_image"}
+        return {
+            "kind": "figure",
+            "metric": "plotted data equal (traces by name or order, bars by category, error bars), read "
+            "from the plotly figure object; style ignored; no pixel metric",
+            "params": {
+                "rtol": DEFAULT_RTOL,
+                "atol": DEFAULT_ATOL,
+                "plotdata": f"{PLOTDATA_DIR}/{rel}.json",
+                "library": "plotly",
+            },
+            "reason": f"plotly figure ({how.get(str(data.get('writer')), 'written')}): {n} data series on "
+            f"{n_axes} axes recorded from the figure object"
+            + ("" if rendered else "; not rendered to pixels here (no kaleido/Chrome), so judged by data only"),
+        }
     return {
         "kind": "figure",
         "metric": "plotted data equal (series by label or order, bars by category, intervals); "

@@ -592,32 +592,75 @@ def _points(xs, ys):
     return sorted(pts, key=lambda t: (math.isnan(t[0]), t[0], math.isnan(t[1]), t[1]))
 
 
+def _extras(s, fields):
+    """Per-point values beyond x/y that carry data: z (3-D), a numeric marker colour (c) and
+    marker sizes (s, compared up to a common scale: a size map's scale is style)."""
+    out = []
+    for f in fields:
+        vals = [_fv(v) for v in s.get(f) or []]
+        if f == "s" and vals:
+            top = max((abs(v) for v in vals if v == v), default=0.0) or 1.0
+            vals = [v / top for v in vals]
+        out.append(vals)
+    return out
+
+
+def _compare_xy(ps, gs, p_ax, g_ax, rtol, atol):
+    gx, gy, px, py = gs.get("x", []), gs.get("y", []), ps.get("x", []), ps.get("y", [])
+    if len(px) != len(gx):
+        return f"{len(px)} points, expected {len(gx)}"
+    names = {"z": "z values", "c": "marker colour values", "s": "marker sizes"}
+    fields = [f for f in ("z", "c", "s") if gs.get(f)]
+    for f in fields:
+        if len(ps.get(f) or []) != len(gx):
+            return f"the {names[f]} are missing (the gold maps data onto them)"
+    gext, pext = _extras(gs, fields), _extras(ps, fields)
+    if (
+        _allclose(px, gx, rtol, atol)
+        and _allclose(py, gy, rtol, atol)
+        and all(_allclose(a, b, rtol, atol) for a, b in zip(pext, gext))  # noqa: B905
+    ):
+        return None
+    gmap, pmap = _tick_map(g_ax.get("xticks")), _tick_map(p_ax.get("xticks"))
+    gcat = [gmap.get(round(_fv(v), 6)) for v in gx]
+    pcat = [pmap.get(round(_fv(v), 6)) for v in px]
+    if None not in gcat and None not in pcat:
+        # points at categories (a categorical x axis): compare category by category
+        if sorted(set(pcat)) != sorted(set(gcat)):
+            return f"categories {sorted(set(pcat))[:8]}, expected {sorted(set(gcat))[:8]}"
+        gpts = sorted(zip(gcat, *_value_columns(gy, gext)), key=_nan_last)  # noqa: B905
+        ppts = sorted(zip(pcat, *_value_columns(py, pext)), key=_nan_last)  # noqa: B905
+        for p, g in zip(ppts, gpts):  # noqa: B905
+            if p[0] != g[0] or not _allclose(p[1:], g[1:], rtol, atol):
+                if p[0] != g[0]:
+                    n_p, n_g = pcat.count(g[0]), gcat.count(g[0])
+                    return f"{n_p} points at {g[0]!r}, expected {n_g}"
+                return f"point at {g[0]!r}: {_fv(p[1]):.6g}, expected {_fv(g[1]):.6g}"
+        return None
+    # Scatter points may be drawn in any order: compare them as a set.
+    gp = sorted(zip(map(_fv, gx), *_value_columns(gy, gext)), key=_nan_last)  # noqa: B905
+    pp = sorted(zip(map(_fv, px), *_value_columns(py, pext)), key=_nan_last)  # noqa: B905
+    for p, g in zip(pp, gp):  # noqa: B905
+        if not _allclose(p, g, rtol, atol):
+            if len(g) > 2 and _allclose(p[:2], g[:2], rtol, atol):
+                return f"point ({g[0]:.6g}, {g[1]:.6g}): other {' / '.join(names[f] for f in fields)} than expected"
+            return f"point ({p[0]:.6g}, {p[1]:.6g}), expected ({g[0]:.6g}, {g[1]:.6g})"
+    return None
+
+
+def _value_columns(ys, extras):
+    return [[_fv(v) for v in ys], *extras]
+
+
+def _nan_last(t):
+    """Sort key for point tuples: NaN sorts after every number (so both sides order alike)."""
+    return tuple((1, 0.0) if isinstance(v, float) and math.isnan(v) else (0, v) for v in t)
+
+
 def _compare_series(kind, ps, gs, p_ax, g_ax, rtol, atol):
     """``None`` when the series carry the same data, else why not."""
     if kind == "xy":
-        gx, gy, px, py = gs.get("x", []), gs.get("y", []), ps.get("x", []), ps.get("y", [])
-        if len(px) != len(gx):
-            return f"{len(px)} points, expected {len(gx)}"
-        if _allclose(px, gx, rtol, atol) and _allclose(py, gy, rtol, atol):
-            return None
-        gmap, pmap = _tick_map(g_ax.get("xticks")), _tick_map(p_ax.get("xticks"))
-        gcat = [gmap.get(round(_fv(v), 6)) for v in gx]
-        pcat = [pmap.get(round(_fv(v), 6)) for v in px]
-        if None not in gcat and None not in pcat and len(set(gcat)) == len(gcat):
-            # points at categories (a categorical x axis): compare category by category
-            if sorted(pcat) != sorted(gcat):
-                return f"categories {sorted(set(pcat))[:8]}, expected {sorted(set(gcat))[:8]}"
-            pval = dict(zip(pcat, py))  # noqa: B905
-            for c, v in zip(gcat, gy):  # noqa: B905
-                if not close(_fv(pval[c]), _fv(v), rtol, atol):
-                    return f"point at {c!r}: {_fv(pval[c]):.6g}, expected {_fv(v):.6g}"
-            return None
-        # Scatter points may be drawn in any order: compare them as a set.
-        gp, pp = _points(gx, gy), _points(px, py)
-        for (ax_, ay_), (bx, by) in zip(pp, gp):  # noqa: B905
-            if not (close(ax_, bx, rtol, atol) and close(ay_, by, rtol, atol)):
-                return f"point ({ax_:.6g}, {ay_:.6g}), expected ({bx:.6g}, {by:.6g})"
-        return None
+        return _compare_xy(ps, gs, p_ax, g_ax, rtol, atol)
     if kind == "bar":
         return _compare_bars(ps, gs, p_ax, g_ax, rtol, atol)
     if kind == "errorbar":
@@ -775,38 +818,82 @@ def check_figure(pred_path, gold_path, params):
         os.path.dirname(pred_path), ".plotdata", os.path.basename(pred_path) + ".json"
     )
     gold = _load_plotdata(gold_side)
-    try:
-        from PIL import Image
-    except ImportError:  # matplotlib depends on Pillow; without it only the data are judged
-        Image = None
-    vector = _vector_kind(gold_path)
-    if vector is not None:  # a PDF/SVG/EPS figure: the file must be one of that format
-        if not _is_vector(pred_path, vector):
-            return False, f"prediction is not a {vector} file"
-    elif Image is not None:
+    pred = None
+    if os.path.isfile(pred_side):
         try:
-            with Image.open(pred_path) as im:
-                im.verify()
-        except Exception as exc:  # the file must be the figure, not something else
-            return False, f"prediction is not an image: {type(exc).__name__}: {exc}"
-    if not os.path.isfile(pred_side):
-        return False, "no plot data recorded for the predicted figure (save it with matplotlib's savefig)"
-    try:
-        pred = _load_plotdata(pred_side)
-    except ValueError as exc:
-        return False, f"predicted plot data unreadable: {exc}"
+            pred = _load_plotdata(pred_side)
+        except ValueError as exc:
+            return False, f"predicted plot data unreadable: {exc}"
+    plotly = gold.get("library") == "plotly"
+    bad = _not_the_figure(pred_path, gold_path, plotly, pred)
+    if bad:
+        return False, bad
+    if pred is None:
+        how = "plotly's write_json/write_html/write_image" if plotly else "matplotlib's savefig"
+        return False, f"no plot data recorded for the predicted figure (save it with {how})"
     why, summary = compare_plotdata(pred, gold, rtol, atol)
-    secondary = "; SSIM not computed (vector figure)" if vector is not None else ""
-    try:
-        if vector is None:
+    vector = _vector_kind(gold_path)
+    ext = os.path.splitext(gold_path)[1].lower()
+    unrendered = not gold.get("rendered", True) or not pred.get("rendered", True)
+    if plotly and (ext in (".json", ".html", ".htm") or unrendered):
+        secondary = "; no pixel metric (plotly figure, judged by the data of its figure object)"
+    elif vector is not None:
+        secondary = "; SSIM not computed (vector figure)"
+    else:
+        try:
             # any size: a figure saved at another size or dpi is resized before SSIM is taken
             _, img_msg = check_image(pred_path, gold_path, {**params, "size_tolerance": 10**9})
             secondary = f"; {img_msg} (secondary, not deciding)"
-    except Exception as exc:  # the pixel metric is informative only
-        secondary = f"; SSIM not computed ({type(exc).__name__})"
+        except Exception as exc:  # the pixel metric is informative only
+            secondary = f"; SSIM not computed ({type(exc).__name__})"
     if why:
         return False, f"plotted data differ: {why}{secondary}"
     return True, f"plotted data match ({summary}){secondary}"
+
+
+def _plotly_json(path):
+    """Whether ``path`` holds a plotly figure as JSON (``{"data": [...], ...}``)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("data"), list)
+
+
+def _not_the_figure(pred_path, gold_path, plotly, pred):
+    """Why the predicted file is not a figure of the gold's format (``None`` when it is one).
+
+    A plotly figure written as JSON must be plotly JSON, as HTML a page that loads plotly; an
+    image plotly could not render (no kaleido/Chrome where the program ran: the recording says
+    ``"rendered": false``) holds the figure's JSON instead of pixels, and that is accepted.
+    """
+    ext = os.path.splitext(gold_path)[1].lower()
+    if plotly and ext == ".json":
+        return None if _plotly_json(pred_path) else "prediction is not a plotly figure in JSON (fig.write_json)"
+    if plotly and ext in (".html", ".htm"):
+        try:
+            with open(pred_path, "rb") as fh:
+                head = fh.read().lower()
+        except OSError as exc:
+            return f"prediction unreadable: {exc}"
+        ok = b"<" in head and b"plotly" in head
+        return None if ok else "prediction is not a plotly HTML page (fig.write_html)"
+    if plotly and pred is not None and pred.get("rendered") is False and _plotly_json(pred_path):
+        return None  # no image renderer where the program ran: the file holds the figure's JSON
+    vector = _vector_kind(gold_path)
+    if vector is not None:  # a PDF/SVG/EPS figure: the file must be one of that format
+        return None if _is_vector(pred_path, vector) else f"prediction is not a {vector} file"
+    try:
+        from PIL import Image
+    except ImportError:  # matplotlib depends on Pillow; without it only the data are judged
+        return None
+    try:
+        with Image.open(pred_path) as im:
+            im.verify()
+    except Exception as exc:  # the file must be the figure, not something else
+        return f"prediction is not an image: {type(exc).__name__}: {exc}"
+    return None
 
 
 _VECTOR_MAGIC = {".pdf": (b"%PDF",), ".eps": (b"%!PS", b"\xc5\xd0\xd3\xc6"), ".ps": (b"%!PS",)}
