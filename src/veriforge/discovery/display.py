@@ -22,6 +22,7 @@ Two mining losses on real repositories are programs whose results exist but are 
 from __future__ import annotations
 
 import ast
+import itertools
 import warnings
 from typing import Any
 
@@ -227,8 +228,8 @@ def _plotly_display_edits(source: str, tree: ast.Module, kind: str) -> list[tupl
             handled.add(id(n))
     if kind == "notebook":
         cell_starts = [i + 1 for i, line in enumerate(source.splitlines()) if line.startswith("# In[")]
-        bounds = cell_starts + [len(source.splitlines()) + 2]
-        for lo, hi in zip(bounds, bounds[1:]):  # noqa: B905
+        bounds = [*cell_starts, len(source.splitlines()) + 2]
+        for lo, hi in itertools.pairwise(bounds):
             body = [st for st in tree.body if lo <= st.lineno < hi]
             last = body[-1] if body else None
             if not isinstance(last, ast.Expr) or id(last.value) in handled:
