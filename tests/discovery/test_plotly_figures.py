@@ -20,7 +20,7 @@ pytest.importorskip("plotly")
 
 from veriforge.discovery.display import PLOTLY_CAPTURED, capture_figures
 from veriforge.discovery.env import D3Env
-from veriforge.discovery.evalcheck import validate_evaluator
+from veriforge.discovery.evalcheck import figure_controls, validate_evaluator
 from veriforge.discovery.evalsynth.plan import plan_output
 from veriforge.discovery.mine import NO_OUTPUTS, mine_repository
 from veriforge.discovery.plotrec_plotly import extract_plotly
@@ -147,6 +147,14 @@ def test_extraction_maps_traces_onto_the_recorded_schema() -> None:
     assert data["unextracted"] == []
     pic = go.Figure(go.Image(source="data:image/png;base64,iVBORw0KGgo="))
     assert extract_plotly(pic)["unextracted"] == [{"type": "image", "name": ""}]
+    # a depth profile (a geochemical log): the traces share y (height), their x is the data, so
+    # the swapped-series control exchanges x
+    log = go.Figure(
+        [go.Scatter(x=[1.0, 2.0], y=[0.0, 5.0], name="Fe"), go.Scatter(x=[3.0, 1.0], y=[0.0, 5.0], name="S")]
+    )
+    made = {name: pdata for name, _, pdata in figure_controls(b"{}", json.dumps(extract_plotly(log)).encode())}
+    swapped = json.loads(made["swapped_series"] or b"{}")["axes"][0]["series"]
+    assert [(s["label"], s["x"]) for s in swapped] == [("Fe", [3.0, 1.0]), ("S", [1.0, 2.0])]
 
 
 def test_unreadable_plotly_figure_is_refused(tmp_path: Path) -> None:

@@ -449,7 +449,10 @@ def _swap_series(data: dict[str, Any]) -> bool:
                     sa, sb = group[a], group[b]
                     fields = {"xy": "y", "bar": "bars", "errorbar": "segments", "area": "xy"}
                     fld = fields.get(kind)
-                    if fld is None or len(sa.get(fld, [])) != len(sb.get(fld, [])) or _plotted(sa) == _plotted(sb):
+                    if kind == "xy" and _plotted(sa) == _plotted(sb) and sa.get("x") != sb.get("x"):
+                        fld = "x"  # a depth profile (plotly logs): the series share y, their x is the data
+                    same = sa.get(fld) == sb.get(fld) if fld == "x" else _plotted(sa) == _plotted(sb)
+                    if fld is None or len(sa.get(fld, [])) != len(sb.get(fld, [])) or same:
                         continue
                     if kind == "bar":
                         for ba, bb in zip(sa["bars"], sb["bars"], strict=True):

@@ -1,7 +1,9 @@
-"""Install the matplotlib plot-data recorder into a program run (gold run and agent runs alike).
+"""Install the plot-data recorder into a program run (gold run and agent runs alike).
 
 The recorder itself is :mod:`veriforge.discovery.plotrec_site` (stdlib-only, copied into the run
-folder as ``sitecustomize.py``); this module is the veriforge side: where the recording goes,
+folder as ``sitecustomize.py``; matplotlib's ``savefig`` and plotly's ``write_*`` writers, the
+latter mapped by :mod:`veriforge.discovery.plotrec_plotly`, copied next to it); this module is
+the veriforge side: where the recording goes,
 how a run is set up to make one, and how a planner reads it back. Both the gold program and the
 agent's program must run with it, or the agent's figure could not be judged by its data.
 """

@@ -213,7 +213,7 @@ def _plan_figure(gold_dir: Path, rel: str) -> dict[str, Any] | None:
         }
     n_axes = sum(1 for ax in data.get("axes") or [] if ax.get("series"))
     if is_plotly(data):
-        rendered = data.get("rendered", True) and Path(rel).suffix.lower() not in (".json", ".html", ".htm")
+        unrendered = data.get("writer") == "write_image" and data.get("rendered") is False
         how = {"write_json": "fig.write_json", "write_html": "fig.write_html", "write_image": "fig.write_image"}
         return {
             "kind": "figure",
@@ -227,7 +227,7 @@ def _plan_figure(gold_dir: Path, rel: str) -> dict[str, Any] | None:
             },
             "reason": f"plotly figure ({how.get(str(data.get('writer')), 'written')}): {n} data series on "
             f"{n_axes} axes recorded from the figure object"
-            + ("" if rendered else "; not rendered to pixels here (no kaleido/Chrome), so judged by data only"),
+            + ("; not rendered to pixels here (no kaleido/Chrome), so judged by data only" if unrendered else ""),
         }
     return {
         "kind": "figure",
