@@ -38,6 +38,7 @@ IMPORT_TO_DIST: dict[str, str] = {
     "dotenv": "python-dotenv",
     "jose": "python-jose",
     "magic": "python-magic",
+    "pde": "py-pde",  # PDE solvers (zwicker-group/py-pde): a PyPI package named "pde" is another project
     "docx": "python-docx",
     "pptx": "python-pptx",
     "igraph": "python-igraph",
