@@ -207,6 +207,7 @@ def test_plotly_tasks_build_with_figure_evaluators_and_controls(built: dict[str,
         plan = task["veriforge"]["eval_plan"]["outputs"]
         assert [e["kind"] for e in plan] == ["figure"] * len(outputs), plan
         assert all("plotly figure" in e["reason"] for e in plan)
+        assert "_veriforge" not in task["task_inst"]  # the saver is no step of the analysis
     png = json.loads((built["export.py"] / "task.json").read_text())["veriforge"]["eval_plan"]["outputs"]
     assert "not rendered to pixels here" in next(e["reason"] for e in png if e["path"] == "scatter.png")
     assert "write_json" in json.loads((built["curves.py"] / "task.json").read_text())["task_inst"]

@@ -41,7 +41,10 @@ __all__ = [
 SAVE_FN = "_veriforge_save_figures"
 PLOTLY_SAVE_FN = "_veriforge_save_plotly"
 FIGURE_PREFIX = "figure_"
-_COUNTER = "_veriforge_figure_count"  # shared by both savers: one numbering in display order
+# shared by both savers (one numbering in display order), kept as an attribute of the program's
+# module: an attribute assignment, never a subscript one, so the instruction generator
+# (progops) does not read the saver as a computed column
+_COUNTER = "_veriforge_figure_count"
 MPL_CAPTURED = "figures it only displays are saved as pred_results/figure_<n>.png (in display order)"
 PLOTLY_CAPTURED = (
     "plotly figures it only displays (fig.show(), a notebook cell's last expression, display()/iplot()) "
@@ -50,12 +53,22 @@ PLOTLY_CAPTURED = (
 _PLOT_MODULES = frozenset({"matplotlib", "seaborn"})
 _SHOW_OWNERS = frozenset({"plt", "pyplot", "matplotlib.pyplot", "pylab", "sns", "seaborn"})
 
+_COUNT_HELPER = f'''
+def _veriforge_next_figure():  # added by veriforge: figures are numbered in display order
+    import sys as _sys
+
+    _module = _sys.modules[__name__]
+    _module.{_COUNTER} = getattr(_module, "{_COUNTER}", 0) + 1
+    return _module.{_COUNTER}
+
+'''
+
 _HELPER = f'''
 def {SAVE_FN}(*_args, **_kwargs):  # added by veriforge: a displayed figure is saved as an output
     import matplotlib.pyplot as _plt
 
     for _num in _plt.get_fignums():
-        _n = globals()["{_COUNTER}"] = globals().get("{_COUNTER}", 0) + 1
+        _n = _veriforge_next_figure()
         _plt.figure(_num).savefig(f"pred_results/{FIGURE_PREFIX}{{_n}}.png")
     _plt.close("all")
 
@@ -71,7 +84,7 @@ def {PLOTLY_SAVE_FN}(obj):  # added by veriforge: a displayed plotly figure is s
         return False
     import plotly.io as _pio
 
-    _n = globals()["{_COUNTER}"] = globals().get("{_COUNTER}", 0) + 1
+    _n = _veriforge_next_figure()
     _pio.write_json(obj, f"pred_results/{FIGURE_PREFIX}{{_n}}.json")
     return True
 
@@ -290,7 +303,7 @@ def capture_figures(source: str, tree: ast.Module, imports: list[str], kind: str
         lines = _matplotlib_points(lines, tree, kind)
         helpers = _HELPER + helpers
     at = _future_end(tree)
-    return "".join(lines[:at]) + helpers + "".join(lines[at:])
+    return "".join(lines[:at]) + _COUNT_HELPER + helpers + "".join(lines[at:])
 
 
 def _matplotlib_points(lines: list[str], tree: ast.Module, kind: str) -> list[str]:
