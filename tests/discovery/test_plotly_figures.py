@@ -241,3 +241,21 @@ def test_agent_plotly_figures_are_judged_by_their_data(built: dict[str, Path]) -
     assert swapped["valid_execution"] and swapped["eval_passed"] is False
     perturbed = _agent(lines, AGENT_LINES.format(groups=groups, scale=" * 1.02"))
     assert perturbed["valid_execution"] and perturbed["eval_passed"] is False
+
+
+def test_only_ipython_help_lines_are_commented_out(tmp_path: Path) -> None:
+    """KimmeridgePyrite's S_model notebooks lost a statement ending in a ``?`` comment (NameError
+    at run time): only a whole line of IPython help syntax is commented out."""
+    from veriforge.discovery.notebook import notebook_to_script
+
+    cell = "R = 2 * x  # tweak in future?\ndf.describe?\n?np.mean\nnp.*load*??\ns = 'why?'\n%matplotlib inline"
+    (tmp_path / "n.ipynb").write_text(_notebook([cell]))
+    lines = notebook_to_script(tmp_path / "n.ipynb").splitlines()[1:-1]
+    assert lines == [
+        "R = 2 * x  # tweak in future?",
+        "# (IPython) df.describe?",
+        "# (IPython) ?np.mean",
+        "# (IPython) np.*load*??",
+        "s = 'why?'",
+        "# (IPython) %matplotlib inline",
+    ]

@@ -9,6 +9,7 @@ bare expression (a displayed value) keeps working as a no-op statement.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from veriforge.discovery.errors import DiscoveryError
@@ -45,6 +46,12 @@ def notebook_code_size(path: str | Path) -> int:
     return sum(len(text.encode("utf-8")) for text in _code_cells(path))
 
 
+# IPython help syntax: ``obj?``, ``obj.attr??``, ``np.*load*?``, ``?obj`` -- a whole line that is a
+# (dotted, wildcarded) name with question marks. Only that: a statement whose comment or string
+# ends with "?" (``R = f(x)  # tweak later?``) is code, and commenting it out broke the program.
+_HELP = re.compile(r"^(\?{1,2}[\w.*]+|[\w.*]+\?{1,2})\s*$")
+
+
 def notebook_to_script(path: str | Path) -> str:
     """The code cells of the notebook at ``path`` as one Python script."""
     out: list[str] = []
@@ -54,7 +61,7 @@ def notebook_to_script(path: str | Path) -> str:
         out.append(f"# In[{k}]:")
         for line in text.splitlines():
             stripped = line.lstrip()
-            if stripped.startswith(("%", "!")) or (stripped.endswith("?") and not stripped.startswith("#")):
+            if stripped.startswith(("%", "!")) or _HELP.match(stripped):
                 out.append(line[: len(line) - len(stripped)] + "# (IPython) " + stripped)
             else:
                 out.append(line)
