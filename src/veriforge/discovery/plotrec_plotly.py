@@ -489,6 +489,7 @@ def extract_plotly(fig):
                 continue
             for s in made:
                 xticks.extend(s.pop("_categories", []))
+                s["trace"] = tr.get("type") or "scatter"  # for readers; the evaluator compares kinds
             series.extend(made)
             if tr.get("name") and tr.get("showlegend") is not False:
                 legend.append(str(tr["name"]))
