@@ -117,13 +117,15 @@ def test_displayed_plotly_figures_are_mined_as_outputs(
     # a .show() on anything else keeps working: only a plotly figure is saved when the program runs
     src = "import plotly.express as px\nfig = px.line(x=[1], y=[2])\nclass Pic:\n    def show(self):\n"
     src += "        print('own show')\nPic().show()\nfig.show()\n"
+    src += "display(fig, 'table')\n"  # Jupyter's display(), never imported (KimmeridgePyrite's S_model_Old)
     out = capture_figures(src, ast.parse(src), ["plotly"], "script")
     assert out is not None
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pred_results").mkdir()
     exec(compile(out, "<captured>", "exec"), {"__name__": "__main__"})
-    assert capsys.readouterr().out == "own show\n"
-    assert sorted(p.name for p in (tmp_path / "pred_results").iterdir()) == ["figure_1.json"]
+    printed = capsys.readouterr().out
+    assert printed.startswith("own show\n") and "table" in printed  # the rest is displayed as before
+    assert sorted(p.name for p in (tmp_path / "pred_results").iterdir()) == ["figure_1.json", "figure_2.json"]
 
 
 def test_extraction_maps_traces_onto_the_recorded_schema() -> None:

@@ -109,12 +109,19 @@ def _veriforge_display(obj):  # added by veriforge: a cell's last expression, di
     {PLOTLY_SAVE_FN}(obj)
 
 
-def _veriforge_display_via(show):  # added by veriforge: display(fig) / iplot(fig) save plotly figures
+def _veriforge_display_via(get_show):  # added by veriforge: display(fig) / iplot(fig) save plotly figures
     def call(*args, **kwargs):
         rest = [a for a in args if not {PLOTLY_SAVE_FN}(a)]
-        if rest or not args:
-            return show(*rest, **kwargs)
-        return None
+        if not rest and args:
+            return None
+        try:
+            show = get_show()
+        except NameError:  # Jupyter's built-in display(), used without an import
+            try:
+                from IPython.display import display as show
+            except ImportError:
+                show = print
+        return show(*rest, **kwargs)
 
     return call
 
@@ -210,7 +217,8 @@ def _plotly_display_edits(source: str, tree: ast.Module, kind: str) -> list[tupl
 
     ``x.show(...)`` -> ``_veriforge_shown(x).show(...)`` (any receiver except pyplot/seaborn: only a
     plotly figure is affected when it runs); ``display(...)``/``iplot(...)``/``pio.show(...)`` ->
-    ``_veriforge_display_via(display)(...)``; a notebook cell's last top-level expression (unless
+    ``_veriforge_display_via(lambda: display)(...)`` (Jupyter's built-in ``display`` needs no import:
+    an undefined name falls back to IPython's); a notebook cell's last top-level expression (unless
     it ends with ``;``, which hides it in Jupyter) -> ``_veriforge_display(expr)``. Order 0 closes
     a wrap before order 1 opens another at the same offset.
     """
@@ -237,7 +245,7 @@ def _plotly_display_edits(source: str, tree: ast.Module, kind: str) -> list[tupl
         elif (isinstance(f, ast.Name) and f.id in _DISPLAY_NAMES) or (
             isinstance(f, ast.Attribute) and (f.attr in _DISPLAY_NAMES or _dotted(f) in _DISPLAY_DOTTED)
         ):
-            wrap(f, "_veriforge_display_via(")
+            wrap(f, "_veriforge_display_via(lambda: ")  # resolved at the call: display may be Jupyter's
             handled.add(id(n))
     if kind == "notebook":
         cell_starts = [i + 1 for i, line in enumerate(source.splitlines()) if line.startswith("# In[")]
