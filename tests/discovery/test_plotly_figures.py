@@ -261,3 +261,14 @@ def test_only_ipython_help_lines_are_commented_out(tmp_path: Path) -> None:
         "s = 'why?'",
         "# (IPython) %matplotlib inline",
     ]
+
+
+def test_bare_jupyter_display_gets_its_import(tmp_path: Path) -> None:
+    """Jupyter's display() needs no import; run as a script, KimmeridgePyrite's S_model notebook
+    died on ``display(ui, output)`` with NameError. The converted script imports it first."""
+    from veriforge.discovery.notebook import JUPYTER_DISPLAY, notebook_to_script
+
+    (tmp_path / "a.ipynb").write_text(_notebook(["x = 1", "display(x)"]))
+    (tmp_path / "b.ipynb").write_text(_notebook(["x = 1", "print(x)"]))
+    assert notebook_to_script(tmp_path / "a.ipynb").splitlines()[:3] == ["# In[1]:", JUPYTER_DISPLAY, "x = 1"]
+    assert JUPYTER_DISPLAY not in notebook_to_script(tmp_path / "b.ipynb")

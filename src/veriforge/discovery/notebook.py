@@ -3,11 +3,13 @@
 Notebooks are analysed and run as scripts: cells are concatenated with a ``# In[k]`` marker so line
 numbers in errors still point at a cell. IPython magics and shell escapes (``%matplotlib``,
 ``!pip install``) have no meaning outside IPython and are commented out; a cell whose last line is a
-bare expression (a displayed value) keeps working as a no-op statement.
+bare expression (a displayed value) keeps working as a no-op statement; a bare ``display(...)``
+(Jupyter's built-in) gets its import from IPython.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -66,4 +68,30 @@ def notebook_to_script(path: str | Path) -> str:
             else:
                 out.append(line)
         out.append("")
-    return "\n".join(out) + "\n"
+    return _jupyter_builtins("\n".join(out) + "\n")
+
+
+# Jupyter's user namespace has display() without an import; run as a script, a notebook that
+# calls it bare dies with NameError (KimmeridgePyrite's S_model: display(ui, output)).
+JUPYTER_DISPLAY = "from IPython.display import display  # Jupyter's built-in display() (added by veriforge)"
+
+
+def _jupyter_builtins(script: str) -> str:
+    """``script`` with ``display`` imported first (in cell 1) when the notebook calls it bare.
+
+    Always from IPython, as Jupyter provides it: a later ``import`` or ``def`` of its own still
+    rebinds the name where the notebook does. Left alone when the code does not parse or has
+    ``from __future__`` imports (they must stay first).
+    """
+    try:
+        tree = ast.parse(script)
+    except SyntaxError:
+        return script
+    calls = any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "display" for n in ast.walk(tree)
+    )
+    future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" for n in tree.body)
+    if not calls or future:
+        return script
+    head, _, rest = script.partition("\n")
+    return f"{head}\n{JUPYTER_DISPLAY}\n{rest}"
