@@ -117,8 +117,8 @@ def _veriforge_display_via(get_show):  # added by veriforge: display(fig) / iplo
         try:
             show = get_show()
         except NameError:  # Jupyter's built-in display(), used without an import
-            try:
-                from IPython.display import display as show
+            try:  # looked up by name: an optional fallback must not make IPython a dependency
+                show = __import__("importlib").import_module("IPython.display").display
             except ImportError:
                 show = print
         return show(*rest, **kwargs)
