@@ -237,7 +237,7 @@ def _classify(ev: PathEvaluator, call: ast.Call, extra: dict[str, list[Any]] | N
     line = call.lineno
     if extra and name in extra:
         # a helper function of the repository that passes this argument to a read/write call
-        position, keyword, role = extra[name]
+        position, keyword, role, *how = extra[name]
         node: ast.AST | None = call.args[position] if len(call.args) > position else None
         for kw in call.keywords:
             if kw.arg == keyword:
@@ -245,6 +245,10 @@ def _classify(ev: PathEvaluator, call: ast.Call, extra: dict[str, list[Any]] | N
         if node is None:
             return None
         pv = ev.evaluate(node)
+        if how == ["folder"]:  # the helper reads inside the folder it is given: a folder read
+            if pv is None or pv.value.strip("./") == "":
+                return None
+            return IORef(role, name, line, pv.value, node, pv, listing=True)
         return IORef(role, name, line, pv.value if pv else None, node, pv)
     if name in LISTING_CALLS and (isinstance(func, ast.Name) or name.startswith(("os.", "glob."))):
         node, pv = _path_arg(ev, call, (0,), strict=False)
@@ -418,7 +422,8 @@ def analyse(
 
     ``extra_calls``: call names (as written in this module, ``load_trial`` or ``aux.load_trial``)
     of repository helper functions that read or write the path given as one of their arguments,
-    ``name -> [position, keyword, role]`` (see :func:`veriforge.discovery.localmods.helper_io_calls`).
+    ``name -> [position, keyword, role]``, or ``[position, keyword, "read", "folder"]`` for a helper
+    that reads inside the folder it is given (see :func:`veriforge.discovery.localmods.helper_io_calls`).
     """
     tree = tree or ast.parse(source)
     ev = PathEvaluator(tree, file_path=file_path)

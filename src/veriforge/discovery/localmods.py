@@ -9,11 +9,11 @@ program of the task runs: gold, validation, agent).
 Only modules that are safe to ship unchanged are vendored. The closure is refused, with the reason,
 when a module cannot be found (``import x`` of a name that is neither installed nor in the
 repository is a program error the gold run would only report later), when it is larger than a
-bound (generated code or a vendored library: the task would no longer be about the analysis), or
-when a helper reads or writes a *fixed* path: the rewrite that redirects the program to
-``datasets/`` and ``pred_results/`` only touches the program, so a helper opening
-``../data/x.csv`` itself would read outside the task. Paths a helper receives as arguments are
-fine -- they come from the rewritten program.
+bound (generated code or a vendored library: the task would no longer be about the analysis).
+A helper that reads or writes a *fixed* path (``./outlier_metrics/x.csv``) is vendored redirected:
+the same rewrite that sends the program to ``datasets/`` and ``pred_results/`` runs over it (see
+:mod:`veriforge.discovery.helperio`). Paths a helper receives as arguments come from the rewritten
+program; :func:`helper_io_calls` makes the program's call of such a helper a read or write.
 
 Where Python would look is modelled the way the program runs from its own folder: the script's
 folder first, then the repository root and ``src/``, plus folders the code itself adds with
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from veriforge.discovery.display import python2_to_3
-from veriforge.discovery.iocalls import analyse, is_main_guard, top_level_imports
+from veriforge.discovery.iocalls import analyse, top_level_imports
 from veriforge.discovery.pathexpr import SCRIPT_DIR, PathEvaluator
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ class LocalModule:
     sha256: str  # of the repository file
     size: int
     python2: bool = False  # converted by the 2to3 fixers when vendored (see display.python2_to_3)
+    fixed_io: int = 0  # reads/writes of fixed paths: the vendored copy is redirected (discovery.helperio)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -139,26 +140,14 @@ def _package_files(index: RepoIndex, pkg_dir: str) -> list[str]:
     )
 
 
-def _main_block_lines(tree: ast.Module) -> set[int]:
-    """Lines of top-level ``if __name__ == "__main__":`` blocks (never run on import)."""
-    lines: set[int] = set()
-    for stmt in tree.body:
-        if is_main_guard(stmt):
-            lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
-    return lines
+def _fixed_io(source: str, tree: ast.Module, rel: str, index: RepoIndex) -> int:
+    """How many reads/writes of a *fixed* path the helper at ``rel`` does outside its own
+    ``__main__`` demo (they are redirected when the task is built, see discovery.helperio)."""
+    from veriforge.discovery.helperio import demo_lines
 
-
-def _fixed_io(source: str, tree: ast.Module, rel: str, index: RepoIndex) -> str | None:
-    """The first fixed-path read/write a helper module does when imported and called, or None.
-
-    A demo under the helper's own ``__main__`` guard never runs in the task, so it does not count.
-    """
     an = analyse(source, file_path=str(index.root / rel), tree=tree)
-    demo = _main_block_lines(tree)
-    for ref in an.refs:
-        if ref.value and ref.line not in demo:
-            return f"line {ref.line} {ref.call}({ref.value!r})"
-    return None
+    demo = demo_lines(tree)
+    return sum(1 for ref in an.refs if ref.value and ref.line not in demo)
 
 
 def local_closure(
@@ -216,11 +205,10 @@ def local_closure(
                 source, mod_tree, py2 = converted, ast.parse(converted), True
             except UnicodeDecodeError as exc:
                 return f"repository-local module {rel} cannot be parsed ({exc.__class__.__name__})"
-            io = _fixed_io(source, mod_tree, rel, index)
-            if io:
-                return f"repository-local module {rel} reads/writes a fixed path ({io}); it cannot be redirected"
             dest = rel[len(base) + 1 :] if base else rel
-            modules[rel] = LocalModule(name, rel, dest, hashlib.sha256(raw).hexdigest(), len(raw), py2)
+            modules[rel] = LocalModule(
+                name, rel, dest, hashlib.sha256(raw).hexdigest(), len(raw), py2, _fixed_io(source, mod_tree, rel, index)
+            )
             mod_imports, _relative = top_level_imports(mod_tree)
             bases.extend(b for b in extra_sys_paths(mod_tree, index, rel) if b not in bases)
             pending.extend((m, rel) for m in mod_imports if m not in seen)
@@ -267,22 +255,92 @@ def _module_dotted(dest: str) -> str:
     return dotted[: -len(".__init__")] if dotted.endswith(".__init__") else dotted
 
 
+def _param_of(ev: Any, node: ast.AST | None, fn: ast.AST) -> tuple[str, bool] | None:
+    """``(parameter, whole)`` when the path expression ``node`` inside ``fn`` is one of ``fn``'s
+    parameters (``whole``) or starts with one (``path + 'S' + n``, ``os.path.join(path, f)``,
+    ``f"{path}/x.csv"``, or a local variable assigned one of those): the caller names the file,
+    or the folder the helper reads in."""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]  # type: ignore[attr-defined]
+    whole = True
+    for _ in range(12):
+        if isinstance(node, ast.Name):
+            if node.id in params:
+                return node.id, whole
+            node = ev.single_assignment(node)  # a local spelling of the path
+            continue
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Div):
+            node, whole = node.left, False
+        elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.FormattedValue):
+            node, whole = node.values[0].value, False
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name == "join":
+                whole = whole and len(node.args) == 1
+            elif name not in ("Path", "PurePath", "str", "abspath", "realpath", "normpath", "fspath"):
+                return None
+            node = node.args[0]
+        else:
+            return None
+    return None
+
+
 def _path_params(source: str, tree: ast.Module) -> dict[str, list[Any]]:
-    """Top-level functions of a helper that hand one of their parameters, unchanged, to a read or
-    write call: ``{"load_trial": [0, "path", "read"]}`` for ``def load_trial(path): return
-    pd.read_csv(path)``."""
+    """Top-level functions of a helper whose parameter names a path they read or write:
+    ``{"load_trial": [0, "path", "read"]}`` for ``def load_trial(path): return pd.read_csv(path)``,
+    and ``[0, "path", "read", "folder"]`` when the helper reads *inside* the folder it is given
+    (``glob.glob(path + 'S*.dat')``, ``open(os.path.join(path, 'names.dat'))``).
+
+    A helper that hands its parameter on to another helper of the same module inherits that
+    helper's use (``def preprocess(path): return load_all(path)``), to a fixed point, so a
+    program's call of the outermost function is still seen as the read it is.
+    """
     an = analyse(source, tree=tree)
-    tops = {n: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    tops = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     out: dict[str, list[Any]] = {}
+
+    def note(fn: ast.FunctionDef, param: str, role: str, folder: bool) -> bool:
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        spec: list[Any] = [params.index(param), param, role] + (["folder"] if folder else [])
+        prev = out.get(fn.name)
+        if prev is None or (prev[2] != "read" and role == "read"):
+            out[fn.name] = spec  # one use per function; a read wins over a write (the input matters)
+            return True
+        return False
+
     for ref in an.refs:
-        if ref.value is not None or ref.role == "mkdir" or not isinstance(ref.node, ast.Name):
+        if ref.value is not None or ref.role == "mkdir":
             continue
-        fn = an.evaluator.function_of(ref.node)
-        if fn not in tops:
+        fn = an.evaluator.function_of(ref.node) if ref.node is not None else None
+        if fn is None or tops.get(getattr(fn, "name", "")) is not fn:
             continue
-        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]  # type: ignore[union-attr]
-        if ref.node.id in params and fn.name not in out:  # type: ignore[union-attr]
-            out[fn.name] = [params.index(ref.node.id), ref.node.id, ref.role]  # type: ignore[union-attr]
+        hit = _param_of(an.evaluator, ref.node, fn)
+        if hit is None or (not hit[1] and ref.role != "read"):
+            continue  # a helper writing *inside* a folder it is given names no output file
+        if hit[1] and ref.listing:
+            hit = (hit[0], False)  # glob(path) lists the folder it is given
+        note(fn, hit[0], ref.role, not hit[1])  # type: ignore[arg-type]
+    changed = True
+    while changed:  # parameters handed on to another helper of this module
+        changed = False
+        for fn in tops.values():
+            for node in ast.walk(fn):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                    continue
+                spec = out.get(node.func.id)
+                if spec is None or node.func.id == fn.name:
+                    continue
+                arg = node.args[spec[0]] if len(node.args) > spec[0] else None
+                for kw in node.keywords:
+                    if kw.arg == spec[1]:
+                        arg = kw.value
+                hit = _param_of(an.evaluator, arg, fn) if arg is not None else None
+                if hit is None:
+                    continue
+                folder = len(spec) > 3 or not hit[1]
+                if folder and spec[2] != "read":
+                    continue
+                changed |= note(fn, hit[0], spec[2], folder)
     return out
 
 

@@ -210,11 +210,11 @@ class PathEvaluator:
                 return self.leading(func.value, d)
             return None
         if isinstance(node, ast.Name):
-            expr = self._single_assignment(node)
+            expr = self.single_assignment(node)
             return self.leading(expr, d) if expr is not None else None
         return None
 
-    def _single_assignment(self, node: ast.Name) -> ast.expr | None:
+    def single_assignment(self, node: ast.Name) -> ast.expr | None:
         """The one expression ``node`` can hold here (nearest earlier assignment in its own scope,
         or the only assignment in an enclosing one), else None."""
         fn = self._fn_of.get(node)

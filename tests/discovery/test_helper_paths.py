@@ -1,0 +1,143 @@
+"""Vendored helpers that use fixed paths, or read inside the folder the program gives them: the
+helper is redirected like the program (its reached writes are outputs, its reads are datasets),
+and the program's call of a folder-reading helper is a dataset read."""
+
+from __future__ import annotations
+
+import ast
+import json
+import textwrap
+from pathlib import Path
+
+from veriforge.discovery.helperio import reached_functions
+from veriforge.discovery.localmods import _path_params
+from veriforge.discovery.mine import mine_repository
+from veriforge.discovery.standalone import make_standalone
+
+AUX = '''
+    """Shared loading and summaries of the trials."""
+    import glob
+    import os
+
+    import pandas as pd
+
+    OUT = './summaries/'
+    os.makedirs(OUT, exist_ok=True)
+
+
+    def load_all(path):
+        """Every subject listed in names.dat."""
+        names = open(path + 'names.dat').read().split()
+        files = sorted(glob.glob(path + 'S*.csv'))
+        frames = [pd.read_csv(f) for f in files if os.path.basename(f)[:4] in names]
+        return pd.concat(frames, ignore_index=True)
+
+
+    def preprocess(folder):
+        return load_all(folder)
+
+
+    def summarize(df):
+        s = df.groupby('cond', as_index=False)['rt'].mean()
+        s.to_csv(OUT + 'by_condition.csv', index=False)
+        return s
+
+
+    def unused_export(df):
+        df.to_csv('../exports/all.csv')
+
+
+    if __name__ == "__main__":
+        summarize(load_all('../data/demo/'))
+'''
+
+PROGRAM = """
+    import aux_lib
+
+    df = aux_lib.preprocess('../data/trials/')
+    s = aux_lib.summarize(df)
+    s['n'] = df.groupby('cond').size().values
+    s.to_csv('results/table.csv', index=False)
+"""
+
+
+def _repo(root: Path, aux: str = AUX) -> Path:
+    files = {
+        "data/trials/names.dat": "S001\nS002\n",
+        "data/trials/S001.csv": "cond,rt\na,1.0\nb,2.0\na,3.0\n",
+        "data/trials/S002.csv": "cond,rt\na,5.0\nb,4.0\nb,6.0\n",
+        "data/trials/S003.csv": "cond,rt\na,100.0\nb,100.0\n",  # not in names.dat: never read
+        "analysis/aux_lib.py": textwrap.dedent(aux),
+        "analysis/run.py": textwrap.dedent(PROGRAM),
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_parameters_that_name_a_file_or_a_folder_read_inside_are_found_through_calls():
+    specs = _path_params(textwrap.dedent(AUX), ast.parse(textwrap.dedent(AUX)))
+    # open(path + 'names.dat') and glob(path + 'S*.csv'): the caller names the folder;
+    # preprocess hands its parameter on to load_all, so it is a folder read too
+    assert specs == {"load_all": [0, "path", "read", "folder"], "preprocess": [0, "folder", "read", "folder"]}
+    whole = "import pandas as pd\ndef load(p):\n    q = p\n    return pd.read_csv(q)\n"
+    assert _path_params(whole, ast.parse(whole)) == {"load": [0, "p", "read"]}
+    # writing *inside* a folder it is given names no output file: not an output parameter
+    inside = "def save(df, out):\n    df.to_csv(out + '/x.csv')\n"
+    assert _path_params(inside, ast.parse(inside)) == {}
+
+
+def test_reached_functions_follow_calls_from_the_program_and_import_time_code():
+    aux = ast.parse(textwrap.dedent(AUX))
+    program = ast.parse(textwrap.dedent(PROGRAM))
+    names = {n.name for n in aux.body if isinstance(n, ast.FunctionDef) and id(n) in reached_functions(program, [aux])}
+    assert names == {"load_all", "preprocess", "summarize"}  # unused_export is never called
+    cls = ast.parse("class Out:\n    def __init__(self):\n        pass\n    def save(self):\n        pass\n")
+    prog = ast.parse("import h\nh.Out()\n")
+    assert len(reached_functions(prog, [cls])) == 2  # a reached class reaches its methods
+
+
+def test_mining_and_rewrite_redirect_the_helper_and_declare_only_reached_writes(tmp_path):
+    root = _repo(tmp_path)
+    res = mine_repository(root)
+    (cand,) = [c for c in res.candidates if c.path == "analysis/run.py"]
+    assert cand.datasets == ["data/trials"]
+    assert {m["path"]: m["fixed_io"] for m in cand.local_modules} == {"analysis/aux_lib.py": 3}
+    sa = make_standalone(cand, root)
+    assert sa.outputs == ["pred_results/table.csv", "pred_results/by_condition.csv"]
+    lib = sa.lib["aux_lib.py"]
+    assert 'OUT = "pred_results/"' in lib
+    assert 'df.to_csv("pred_results/all.csv")' in lib  # redirected, though nothing calls it ...
+    assert any("never calls" in w and "all.csv" in w for w in sa.warnings)  # ... so no output
+    assert "load_all('../data/demo/')" in lib  # the author's __main__ demo never runs on import
+    assert 'aux_lib.preprocess("datasets/data/trials/")' in sa.program
+    assert {r.get("file") for r in sa.replacements} == {None, "lib/aux_lib.py"}
+
+
+def test_a_reached_helper_read_of_a_missing_file_refuses_the_program(tmp_path):
+    weights = "    def summarize(df):\n        pd.read_csv('../data/weights.csv')\n"
+    aux = AUX.replace("    def summarize(df):\n", weights)
+    res = mine_repository(_repo(tmp_path, aux))
+    reasons = {s.path: s.reason for s in res.skipped}
+    assert reasons["analysis/run.py"].startswith("reads a dataset that is not in the repository")
+    assert "weights.csv" in reasons["analysis/run.py"]
+
+
+def test_build_runs_the_redirected_helper_and_its_output_is_judged(tmp_path, build_repo):
+    report = build_repo(_repo(tmp_path / "repo"))
+    (task,) = [t for t in report.tasks if t.source == "analysis/run.py"]
+    assert task.status == "built", task.reason
+    tdir = Path(task.task_dir)
+    # the helper's own output, written through the redirected fixed path, is a gold result
+    assert (tdir / "gold_results/by_condition.csv").read_text().splitlines() == ["cond,rt", "a,3.0", "b,4.0"]
+    assert (tdir / "gold_results/table.csv").read_text().splitlines() == ["cond,rt,n", "a,3.0,3", "b,4.0,3"]
+    assert sorted(p.name for p in (tdir / "datasets/data/trials").iterdir()) == [
+        "S001.csv", "S002.csv", "S003.csv", "names.dat"
+    ]
+    assert not (tdir / "summaries").exists()
+    meta = json.loads((tdir / "task.json").read_text())
+    files = {f["dest"]: f for f in meta["veriforge"]["lib"]["files"]}
+    assert files["aux_lib.py"].get("redirected") is True
+    assert 'OUT = "pred_results/"' in (tdir / "lib/aux_lib.py").read_text()
+    assert set(meta["veriforge"]["outputs"]) == {"table.csv", "by_condition.csv"}
