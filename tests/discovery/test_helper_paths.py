@@ -80,12 +80,13 @@ def test_parameters_that_name_a_file_or_a_folder_read_inside_are_found_through_c
     specs = _path_params(textwrap.dedent(AUX), ast.parse(textwrap.dedent(AUX)))
     # open(path + 'names.dat') and glob(path + 'S*.csv'): the caller names the folder;
     # preprocess hands its parameter on to load_all, so it is a folder read too
-    assert specs == {"load_all": [0, "path", "read", "folder"], "preprocess": [0, "folder", "read", "folder"]}
+    assert specs == {"load_all": [[0, "path", "read", "folder"]], "preprocess": [[0, "folder", "read", "folder"]]}
     whole = "import pandas as pd\ndef load(p):\n    q = p\n    return pd.read_csv(q)\n"
-    assert _path_params(whole, ast.parse(whole)) == {"load": [0, "p", "read"]}
-    # writing *inside* a folder it is given names no output file: not an output parameter
-    inside = "def save(df, out):\n    df.to_csv(out + '/x.csv')\n"
-    assert _path_params(inside, ast.parse(inside)) == {}
+    assert _path_params(whole, ast.parse(whole)) == {"load": [[0, "p", "read"]]}
+    # writing inside a folder it is given: an output folder (the gold run finds the files); one
+    # spec per path parameter
+    both = "import pandas as pd\ndef clean(src, out):\n    pd.read_csv(src).to_csv(out + '/x.csv')\n"
+    assert _path_params(both, ast.parse(both)) == {"clean": [[0, "src", "read"], [1, "out", "write", "folder"]]}
 
 
 def test_reached_functions_follow_calls_from_the_program_and_import_time_code():
@@ -141,3 +142,58 @@ def test_build_runs_the_redirected_helper_and_its_output_is_judged(tmp_path, bui
     assert files["aux_lib.py"].get("redirected") is True
     assert 'OUT = "pred_results/"' in (tdir / "lib/aux_lib.py").read_text()
     assert set(meta["veriforge"]["outputs"]) == {"table.csv", "by_condition.csv"}
+
+
+CLEANER = '''
+    import os
+    import pandas as pd
+
+
+    def clean_csv(input_filepath, output_dir):
+        """Keep the answered trials of one session."""
+        df = pd.read_csv(input_filepath).dropna(subset=["rt"])
+        base, ext = os.path.splitext(os.path.basename(input_filepath))
+        os.makedirs(output_dir, exist_ok=True)
+        df.to_csv(os.path.join(output_dir, f"{base}_cleaned{ext}"), index=False)
+'''
+
+CLEAN_ALL = """
+    import os
+    from pathlib import Path
+
+    from cleaning import clean_csv
+
+    INPUT_DIR = Path("sessions")
+    OUTPUT_DIR = Path("cleaned")
+
+    for name in sorted(os.listdir(INPUT_DIR)):
+        clean_csv(INPUT_DIR / name, OUTPUT_DIR)
+"""
+
+
+def test_files_named_at_run_time_in_a_helpers_output_folder_are_the_outputs(tmp_path, build_repo):
+    """A helper that writes inside the folder it is given (file names from the inputs): the
+    program's folder becomes pred_results/ and the gold run says which files the task expects."""
+    repo = tmp_path / "repo"
+    for rel, text in {
+        "exp/sessions/s01.csv": "trial,rt\n1,0.5\n2,\n3,0.7\n",
+        "exp/sessions/s02.csv": "trial,rt\n1,\n2,0.9\n",
+        "exp/cleaned/s01_cleaned.csv": "trial,rt\n1,0.5\n3,0.7\n",  # the author's committed results
+        "exp/cleaning.py": textwrap.dedent(CLEANER),
+        "exp/clean_all.py": textwrap.dedent(CLEAN_ALL),
+    }.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    (cand,) = [c for c in mine_repository(repo).candidates if c.path == "exp/clean_all.py"]
+    assert cand.helper_io == {"clean_csv": [[0, "input_filepath", "read"], [1, "output_dir", "write", "folder"]]}
+    assert cand.datasets == ["exp/sessions"]
+    assert cand.writes == [{"role": "write", "call": "clean_csv", "line": 11, "value": "cleaned", "folder": True}]
+    sa = make_standalone(cand, repo)
+    assert 'OUTPUT_DIR = Path("pred_results")' in sa.program and sa.outputs == []
+    report = build_repo(repo)
+    (task,) = [t for t in report.tasks if t.source == "exp/clean_all.py"]
+    assert task.status == "built", task.reason
+    tdir = Path(task.task_dir)
+    meta = json.loads((tdir / "task.json").read_text())
+    assert meta["veriforge"]["outputs"] == ["s01_cleaned.csv", "s02_cleaned.csv"]
+    assert (tdir / "gold_results/s02_cleaned.csv").read_text().splitlines() == ["trial,rt", "2,0.9"]

@@ -123,7 +123,8 @@ class IORef:
     value: str | None
     node: ast.AST | None = field(default=None, repr=False, compare=False)
     path: PathValue | None = field(default=None, repr=False, compare=False)
-    # a folder listing or glob pattern (``value`` may hold wildcards): the dataset is the folder
+    # a folder listing or glob pattern (``value`` may hold wildcards): the dataset is the folder;
+    # for a write, the folder it writes files named at run time into (the gold run finds them)
     listing: bool = field(default=False, compare=False)
     # a read whose path is not known as a whole but starts with a known part
     # ('models' + os.sep + name): see :meth:`PathEvaluator.leading` and :meth:`as_folder_read`
@@ -230,26 +231,36 @@ def _path_arg(
     return (candidates[0] if candidates else None), None
 
 
-def _classify(ev: PathEvaluator, call: ast.Call, extra: dict[str, list[Any]] | None = None) -> IORef | None:
-    func = call.func
-    name = _call_name(func)
-    attr = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    line = call.lineno
-    if extra and name in extra:
-        # a helper function of the repository that passes this argument to a read/write call
-        position, keyword, role, *how = extra[name]
+def _helper_refs(ev: PathEvaluator, call: ast.Call, name: str, specs: list[Any]) -> list[IORef]:
+    """The reads/writes a call of a repository helper function does through its arguments.
+
+    ``specs``: ``[[position, keyword, role(, "folder")], ...]`` (one flat spec is accepted too,
+    as candidates mined before several per function were recorded).
+    """
+    out: list[IORef] = []
+    for position, keyword, role, *how in specs if specs and isinstance(specs[0], list) else [specs]:
         node: ast.AST | None = call.args[position] if len(call.args) > position else None
         for kw in call.keywords:
             if kw.arg == keyword:
                 node = kw.value
         if node is None:
-            return None
+            continue
         pv = ev.evaluate(node)
-        if how == ["folder"]:  # the helper reads inside the folder it is given: a folder read
+        if how == ["folder"]:  # the helper reads or writes inside the folder it is given
             if pv is None or pv.value.strip("./") == "":
-                return None
-            return IORef(role, name, line, pv.value, node, pv, listing=True)
-        return IORef(role, name, line, pv.value if pv else None, node, pv)
+                continue
+            value = pv.value.rstrip("/") if role == "write" else pv.value
+            out.append(IORef(role, name, call.lineno, value, node, pv, listing=True))
+        else:
+            out.append(IORef(role, name, call.lineno, pv.value if pv else None, node, pv))
+    return out
+
+
+def _classify(ev: PathEvaluator, call: ast.Call) -> IORef | None:
+    func = call.func
+    name = _call_name(func)
+    attr = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    line = call.lineno
     if name in LISTING_CALLS and (isinstance(func, ast.Name) or name.startswith(("os.", "glob."))):
         node, pv = _path_arg(ev, call, (0,), strict=False)
         if pv is None or pv.value.strip("./") == "":
@@ -422,18 +433,29 @@ def analyse(
 
     ``extra_calls``: call names (as written in this module, ``load_trial`` or ``aux.load_trial``)
     of repository helper functions that read or write the path given as one of their arguments,
-    ``name -> [position, keyword, role]``, or ``[position, keyword, "read", "folder"]`` for a helper
-    that reads inside the folder it is given (see :func:`veriforge.discovery.localmods.helper_io_calls`).
+    ``name -> [[position, keyword, role(, "folder")], ...]`` (see :func:`_helper_refs` and
+    :func:`veriforge.discovery.localmods.helper_io_calls`).
     """
     tree = tree or ast.parse(source)
     ev = PathEvaluator(tree, file_path=file_path)
     refs: list[IORef] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            ref = _classify(ev, node, extra_calls)
+            name = _call_name(node.func)
+            if extra_calls and name in extra_calls:
+                refs.extend(_helper_refs(ev, node, name, extra_calls[name]))
+                continue
+            ref = _classify(ev, node)
             if ref is not None:
                 if ref.value is None and ref.role == "read" and ref.node is not None:
                     ref.prefix = ev.leading(ref.node)
+                elif ref.value is None and ref.role == "write" and ref.node is not None:
+                    # df.to_csv(os.path.join(OUT, name + ".csv")): a file named at run time in a
+                    # known folder -- the folder is the output, its files are found by the gold run
+                    folder = ev.leading_folder(ref.node)
+                    if folder is not None and folder.value.strip("./"):
+                        ref = IORef("write", ref.call, ref.line, folder.value.rstrip("/") or "/", ref.node,
+                                    folder, listing=True)
                 refs.append(ref)
     refs.sort(key=lambda r: (r.line, r.role))
     imports, relative = top_level_imports(tree)

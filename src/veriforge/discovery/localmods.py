@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from veriforge.discovery.display import python2_to_3
-from veriforge.discovery.iocalls import analyse, top_level_imports
+from veriforge.discovery.iocalls import LISTING_CALLS, analyse, top_level_imports
 from veriforge.discovery.pathexpr import SCRIPT_DIR, PathEvaluator
 
 if TYPE_CHECKING:
@@ -285,11 +285,12 @@ def _param_of(ev: Any, node: ast.AST | None, fn: ast.AST) -> tuple[str, bool] | 
     return None
 
 
-def _path_params(source: str, tree: ast.Module) -> dict[str, list[Any]]:
-    """Top-level functions of a helper whose parameter names a path they read or write:
-    ``{"load_trial": [0, "path", "read"]}`` for ``def load_trial(path): return pd.read_csv(path)``,
-    and ``[0, "path", "read", "folder"]`` when the helper reads *inside* the folder it is given
-    (``glob.glob(path + 'S*.dat')``, ``open(os.path.join(path, 'names.dat'))``).
+def _path_params(source: str, tree: ast.Module) -> dict[str, list[list[Any]]]:
+    """Top-level functions of a helper whose parameters name paths they read or write, one spec
+    ``[position, parameter, role]`` per such parameter: ``{"load_trial": [[0, "path", "read"]]}``
+    for ``def load_trial(path): return pd.read_csv(path)``. A fourth element ``"folder"`` says the
+    helper reads or writes *inside* the folder it is given (``glob.glob(path + 'S*.dat')``,
+    ``df.to_csv(os.path.join(out_dir, f"{base}_clean.csv"))``).
 
     A helper that hands its parameter on to another helper of the same module inherits that
     helper's use (``def preprocess(path): return load_all(path)``), to a fixed point, so a
@@ -297,29 +298,36 @@ def _path_params(source: str, tree: ast.Module) -> dict[str, list[Any]]:
     """
     an = analyse(source, tree=tree)
     tops = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    out: dict[str, list[Any]] = {}
+    out: dict[str, dict[str, list[Any]]] = {}  # function -> parameter -> spec
 
     def note(fn: ast.FunctionDef, param: str, role: str, folder: bool) -> bool:
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         spec: list[Any] = [params.index(param), param, role] + (["folder"] if folder else [])
-        prev = out.get(fn.name)
+        mine = out.setdefault(fn.name, {})
+        prev = mine.get(param)
         if prev is None or (prev[2] != "read" and role == "read"):
-            out[fn.name] = spec  # one use per function; a read wins over a write (the input matters)
-            return True
+            mine[param] = spec  # a parameter used both ways is an input: reading it is what matters
+            return prev != spec
         return False
 
-    for ref in an.refs:
-        if ref.value is not None or ref.role == "mkdir":
-            continue
-        fn = an.evaluator.function_of(ref.node) if ref.node is not None else None
-        if fn is None or tops.get(getattr(fn, "name", "")) is not fn:
-            continue
-        hit = _param_of(an.evaluator, ref.node, fn)
-        if hit is None or (not hit[1] and ref.role != "read"):
-            continue  # a helper writing *inside* a folder it is given names no output file
-        if hit[1] and ref.listing:
-            hit = (hit[0], False)  # glob(path) lists the folder it is given
-        note(fn, hit[0], ref.role, not hit[1])  # type: ignore[arg-type]
+    def uses(fn: ast.FunctionDef) -> list[tuple[ast.AST | None, str, bool]]:
+        """(path expression, role, listing) of this function's reads and writes of unknown paths."""
+        found = [
+            (r.node, r.role, r.listing)
+            for r in an.refs
+            if r.value is None and r.role != "mkdir" and r.node is not None and an.evaluator.function_of(r.node) is fn
+        ]
+        for node in ast.walk(fn):  # glob.glob(path + 'S*.csv'): a listing of a path known only at run time
+            if isinstance(node, ast.Call) and node.args and _listing_name(node.func):
+                if an.evaluator.evaluate(node.args[0]) is None:
+                    found.append((node.args[0], "read", True))
+        return found
+
+    for fn in tops.values():
+        for node, role, listing in uses(fn):
+            hit = _param_of(an.evaluator, node, fn)
+            if hit is not None:
+                note(fn, hit[0], role, listing or not hit[1])
     changed = True
     while changed:  # parameters handed on to another helper of this module
         changed = False
@@ -327,21 +335,23 @@ def _path_params(source: str, tree: ast.Module) -> dict[str, list[Any]]:
             for node in ast.walk(fn):
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
                     continue
-                spec = out.get(node.func.id)
-                if spec is None or node.func.id == fn.name:
+                if node.func.id == fn.name:
                     continue
-                arg = node.args[spec[0]] if len(node.args) > spec[0] else None
-                for kw in node.keywords:
-                    if kw.arg == spec[1]:
-                        arg = kw.value
-                hit = _param_of(an.evaluator, arg, fn) if arg is not None else None
-                if hit is None:
-                    continue
-                folder = len(spec) > 3 or not hit[1]
-                if folder and spec[2] != "read":
-                    continue
-                changed |= note(fn, hit[0], spec[2], folder)
-    return out
+                for spec in list(out.get(node.func.id, {}).values()):
+                    arg = node.args[spec[0]] if len(node.args) > spec[0] else None
+                    for kw in node.keywords:
+                        if kw.arg == spec[1]:
+                            arg = kw.value
+                    hit = _param_of(an.evaluator, arg, fn) if arg is not None else None
+                    if hit is not None:
+                        changed |= note(fn, hit[0], spec[2], len(spec) > 3 or not hit[1])
+    return {name: sorted(specs.values()) for name, specs in out.items() if specs}
+
+
+def _listing_name(func: ast.expr) -> bool:
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.{func.attr}" in LISTING_CALLS
+    return isinstance(func, ast.Name) and func.id in LISTING_CALLS
 
 
 def helper_io_calls(index: RepoIndex, modules: list[dict[str, Any]], tree: ast.Module) -> dict[str, list[Any]]:
@@ -351,17 +361,31 @@ def helper_io_calls(index: RepoIndex, modules: list[dict[str, Any]], tree: ast.M
     Without this, ``df = load_trial("data/x.csv")`` would be a program that "reads no dataset",
     and its path would never be redirected to ``datasets/``.
     """
+    from veriforge.discovery.helperio import vendored_source
+
     by_module: dict[str, dict[str, list[Any]]] = {}
+    reexports: list[tuple[str, str, str, str]] = []  # (module, local name, source module, name)
     for mod in modules:
         if not mod["dest"].endswith(".py"):
             continue
+        dotted = _module_dotted(mod["dest"])
         try:
-            source = (index.root / mod["path"]).read_text(encoding="utf-8-sig")
-            if mod.get("python2"):
-                source = python2_to_3(source) or source
-            by_module[_module_dotted(mod["dest"])] = _path_params(source, ast.parse(source))
+            source = vendored_source(index.root, mod)
+            mod_tree = ast.parse(source)
         except (OSError, UnicodeDecodeError, SyntaxError):
             continue
+        by_module[dotted] = _path_params(source, mod_tree)
+        package = dotted if mod["dest"].endswith("__init__.py") else dotted.rpartition(".")[0]
+        for stmt in mod_tree.body:  # a package's `from .processing import clean_csv`
+            if isinstance(stmt, ast.ImportFrom) and stmt.module:
+                base = package.split(".") if package else []
+                up = base[: len(base) - stmt.level + 1] if stmt.level else []
+                target = ".".join([*up, stmt.module]) if stmt.level else stmt.module
+                reexports += [(dotted, a.asname or a.name, target, a.name) for a in stmt.names]
+    for dotted, local, target, name in reexports:
+        spec = by_module.get(target, {}).get(name)
+        if spec is not None:
+            by_module[dotted].setdefault(local, spec)
     calls: dict[str, list[Any]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and not node.level and node.module:

@@ -230,6 +230,7 @@ def _redirect(
     reads_in = [r for r in refs if r.role == "read"]
     written = {_norm(w.value) for w in refs if w.role == "write" and w.value}
     missed: list[IORef] = []
+    warnings_pre: list[str] = []
     reads: list[tuple[IORef, str]] = []
     for ref in reads_in:
         if ref.value is None:
@@ -246,6 +247,17 @@ def _redirect(
         elif not found.endswith((".py", ".ipynb")):
             reads.append((ref, found))
     writes = [w for w in refs if w.role == "write" and w.value]
+    inputs = [found for _ref, found in reads]
+    for w in [w for w in writes if w.listing]:
+        # files named at run time written among the inputs: no literal can send them elsewhere
+        # without moving the inputs too, so they stay where they are (and are no outputs)
+        loc = index.locate(w.value or "", script_dir)
+        if loc and any(loc == f or loc.startswith(f.rstrip("/") + "/") for f in inputs):
+            writes.remove(w)
+            warnings_pre.append(
+                f"line {w.line} {w.call}: files named at run time go into {w.value!r}, "
+                "which the program also reads; left unchanged"
+            )
     # a listing of a folder the program writes to is redirected with that folder (like a mkdir)
     mkdirs = [m for m in refs if m.role == "mkdir" and m.value] + [
         r for r in reads_in if _lists_own_output(r, written, index, script_dir)
@@ -259,7 +271,7 @@ def _redirect(
             roles.setdefault(id(node), set()).add("write")
 
     chosen: dict[int, tuple[ast.AST, str, str]] = {}  # node id -> (node, old value, new literal)
-    warnings: list[str] = []
+    warnings: list[str] = warnings_pre
 
     def choose(node: ast.AST, old: str, new: str, ref: IORef) -> None:
         if old.endswith(("/", "\\")) and len(old) > 1 and not new.endswith("/"):
@@ -300,6 +312,21 @@ def _redirect(
     outputs: list[str] = []
     new_full: dict[str, str] = {}
     for ref in writes:
+        if ref.listing:
+            # files named at run time inside a known folder: the folder becomes pred_results; which
+            # files the task expects is what the gold run writes there
+            point = _point(ref, roles, "write", prefer_tail="")
+            if point is None:
+                warnings.append(
+                    f"line {ref.line} {ref.call}: files named at run time go into {ref.value!r}, "
+                    "which the program also reads; left unchanged"
+                )
+                continue
+            node, old = point
+            tail = _tail(ref.value or "", old)
+            choose(node, old, PRED, ref)
+            new_full[_norm(ref.value or "")] = posixpath.join(PRED, tail) if tail else PRED
+            continue
         point = _point(ref, roles, "write", prefer_tail=posixpath.basename(_norm(ref.value or "")))
         if point is None:
             raise RewriteError(f"line {ref.line} {ref.call}: output path shares its root with an input path")
@@ -453,6 +480,8 @@ def check_standalone(program: str) -> list[str]:
         ):
             problems.append(f"line {ref.line} {ref.call} still reads {ref.value!r}")
     for ref in an.writes:
+        if ref.listing:
+            continue  # files named at run time: redirected when their folder could be (see _redirect)
         if ref.value and not _norm(ref.value).startswith(PRED + "/"):
             problems.append(f"line {ref.line} {ref.call} still writes {ref.value!r}")
     return problems
