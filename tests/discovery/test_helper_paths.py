@@ -197,3 +197,117 @@ def test_files_named_at_run_time_in_a_helpers_output_folder_are_the_outputs(tmp_
     meta = json.loads((tdir / "task.json").read_text())
     assert meta["veriforge"]["outputs"] == ["s01_cleaned.csv", "s02_cleaned.csv"]
     assert (tdir / "gold_results/s02_cleaned.csv").read_text().splitlines() == ["trial,rt", "2,0.9"]
+
+
+PROCESSING = '''
+    import os
+    import pickle
+    import xml.etree.ElementTree as xet
+
+    import pandas as pd
+
+
+    class Experiment:
+        def __init__(self, path_to_data="./", scale=1.0):
+            # the default is the author's; callers pass their folder
+            config = xet.parse("{}config.xml".format(path_to_data)).getroot()
+            self.subjects = [int(s.get("id")) for s in config.iter("subject")]
+            self.data = {s: pd.read_csv("{}S{:02d}.csv".format(path_to_data, s)) for s in self.subjects}
+
+
+    def load_once(data_path):
+        cache = "{}/experiment.pickle".format(data_path)
+        if os.path.exists(cache):
+            with open(cache, "rb") as fh:
+                return pickle.load(fh)
+        return Experiment(data_path)
+'''
+
+DISPLAY = '''
+    import os
+
+    import matplotlib.pyplot as plt
+
+    FIGURES = "./Figures"
+
+
+    def save_in_figures(fig, name):
+        os.makedirs(FIGURES, exist_ok=True)
+        fig.savefig("{}/{}".format(FIGURES, name))
+
+
+    def plot_means(expe):
+        fig, ax = plt.subplots()
+        means = [expe.data[s]["rt"].mean() for s in expe.subjects]
+        ax.bar([str(s) for s in expe.subjects], means)
+        ax.set_ylabel("mean rt")
+        save_in_figures(fig, "means_{}.pdf".format(len(means)))
+'''
+
+MAIN = """
+    import matplotlib.pyplot as plt
+
+    import processing as edp
+    import display as edd
+
+    expe = edp.load_once("./expe_data/")
+    edd.plot_means(expe)
+    plt.show()
+"""
+
+
+def test_constructor_and_format_spellings_and_figures_a_helper_saves(tmp_path, build_repo):
+    """The MIEM-style layout (a held-out public repository): the program's only I/O is through
+    helpers -- a loader whose path is formatted into a cache name, a class whose constructor parses
+    a config under the folder it is given (its parameter default is the author's, not a fixed
+    path), and a display helper saving figures into a folder of its own."""
+    repo = tmp_path / "repo"
+    for rel, text in {
+        "Expe/expe_data/config.xml": '<e><subject id="1"/><subject id="2"/></e>\n',
+        "Expe/expe_data/S01.csv": "trial,rt\n1,0.5\n2,0.7\n",
+        "Expe/expe_data/S02.csv": "trial,rt\n1,0.9\n2,1.3\n",
+        "Expe/processing.py": textwrap.dedent(PROCESSING),
+        "Expe/display.py": textwrap.dedent(DISPLAY),
+        "Expe/main.py": textwrap.dedent(MAIN),
+    }.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    specs = _path_params(textwrap.dedent(PROCESSING), ast.parse(textwrap.dedent(PROCESSING)))
+    assert specs == {
+        "Experiment": [[0, "path_to_data", "read", "folder"]],  # self is not the caller's argument
+        "load_once": [[0, "data_path", "read", "folder"]],
+    }
+    res = mine_repository(repo)
+    (cand,) = [c for c in res.candidates if c.path == "Expe/main.py"]
+    assert cand.datasets == ["Expe/expe_data"]
+    mods = {m["path"]: m["fixed_io"] for m in cand.local_modules}
+    assert mods == {"Expe/processing.py": 0, "Expe/display.py": 2}  # the default "./" is no fixed path
+    assert [(w["value"], w.get("folder")) for w in cand.writes] == [("./Figures", True)]
+    report = build_repo(repo)
+    (task,) = [t for t in report.tasks if t.source == "Expe/main.py"]
+    assert task.status == "built", task.reason
+    tdir = Path(task.task_dir)
+    meta = json.loads((tdir / "task.json").read_text())
+    assert meta["veriforge"]["outputs"] == ["means_2.pdf"]
+    plan = meta["veriforge"]["eval_plan"]["outputs"][0]
+    assert plan["kind"] == "figure"  # judged by the plotted data, not pixels
+
+
+def test_a_program_whose_helpers_draw_is_captured_though_it_draws_nothing_itself(tmp_path):
+    display = DISPLAY.replace('        save_in_figures(fig, "means_{}.pdf".format(len(means)))\n', "")
+    repo = tmp_path / "repo"
+    for rel, text in {
+        "Expe/expe_data/config.xml": '<e><subject id="1"/></e>\n',
+        "Expe/expe_data/S01.csv": "trial,rt\n1,0.5\n",
+        "Expe/processing.py": textwrap.dedent(PROCESSING),
+        "Expe/display.py": textwrap.dedent(display),
+        "Expe/main.py": textwrap.dedent(MAIN),
+    }.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    (cand,) = [c for c in mine_repository(repo).candidates if c.path == "Expe/main.py"]
+    assert any("figures it only displays" in c for c in cand.source_changes)
+    # without the helper drawing, a program that only calls plt.show() is no figure program
+    (repo / "Expe/display.py").write_text("def plot_means(expe):\n    return None\n")
+    res = mine_repository(repo)
+    assert {s.path: s.reason for s in res.skipped}["Expe/main.py"].startswith("writes no outputs")

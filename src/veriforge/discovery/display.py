@@ -72,7 +72,7 @@ _DRAW_CALLS = frozenset(
 )
 
 
-def _draws(tree: ast.Module) -> bool:
+def draws(tree: ast.AST) -> bool:
     """Whether the program calls something that draws (importing matplotlib for a t-test's
     p-value table is not a figure: capturing it would only make a task without outputs)."""
     return any(
@@ -95,15 +95,17 @@ def _future_end(tree: ast.Module) -> int:
     return end
 
 
-def capture_figures(source: str, tree: ast.Module, imports: list[str], kind: str) -> str | None:
+def capture_figures(
+    source: str, tree: ast.Module, imports: list[str], kind: str, helpers_draw: bool = False
+) -> str | None:
     """``source`` changed to save the figures it displays, or None when it does not plot.
 
     Display points: every ``plt.show()`` call (replaced by the save), the end of every notebook
     cell (where Jupyter shows a cell's open figures) and the end of the program (figures still
     open when a script ends). Figures are closed once saved, so each is saved once.
     """
-    if not _PLOT_MODULES & set(imports) or not _draws(tree):
-        return None
+    if not helpers_draw and (not _PLOT_MODULES & set(imports) or not draws(tree)):
+        return None  # (helpers_draw: a vendored helper the program calls draws the figures)
     lines = source.splitlines(keepends=True)
     # replace show() calls, last first so earlier positions stay valid (columns are UTF-8 bytes)
     for call in sorted(_show_calls(tree), key=lambda c: (c.lineno, c.col_offset), reverse=True):

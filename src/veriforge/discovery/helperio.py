@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from veriforge.discovery.iocalls import Analysis, IORef, analyse, is_main_guard
+from veriforge.discovery.iocalls import Analysis, IORef, analyse, from_default, is_main_guard
 
-__all__ = ["HelperIO", "demo_lines", "helper_fixed_io", "reached_functions", "vendored_source"]
+__all__ = ["HelperIO", "demo_lines", "helper_fixed_io", "helpers_draw", "reached_functions", "vendored_source"]
 
 
 @dataclass
@@ -147,8 +147,27 @@ def helper_fixed_io(root: Path, modules: list[dict[str, Any]], program: ast.Modu
         demo = demo_lines(tree)
         item = HelperIO(mod, source, an, demo=demo)
         for ref in an.refs:
-            if ref.value is None or ref.line in demo:
+            if ref.value is None or ref.line in demo or from_default(ref, an):
                 continue
             (item.reached if _is_reached(ref, an, reached) else item.unreached).append(ref)
         out.append(item)
     return out
+
+
+def helpers_draw(root: Path, modules: list[dict[str, Any]], program: ast.Module) -> bool:
+    """Whether helper code the program reaches draws a figure (``edd.plot_all(...)`` in a helper,
+    ``plt.show()`` in the program): then the program's displayed figures are its outputs too."""
+    from veriforge.discovery.display import draws
+
+    trees = []
+    for mod in modules:
+        try:
+            trees.append(ast.parse(vendored_source(root, mod)))
+        except (OSError, UnicodeDecodeError, SyntaxError):
+            continue
+    reached = reached_functions(program, trees)
+    for tree in trees:
+        nodes = [n for n in ast.walk(tree) if id(n) in reached] + _import_time_code(tree)
+        if any(draws(n) for n in nodes):
+            return True
+    return False

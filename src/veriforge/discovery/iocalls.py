@@ -53,6 +53,8 @@ READ_CALLS = frozenset(
         "ExcelFile",
     }
 )
+# receivers whose .parse(path) reads an XML file (xml.etree.ElementTree as ET / xet, lxml.etree, minidom)
+XML_PARSERS = frozenset({"et", "xet", "etree", "elementtree", "minidom", "eltree"})
 WRITE_CALLS = frozenset(
     {
         "to_csv",
@@ -291,6 +293,10 @@ def _classify(ev: PathEvaluator, call: ast.Call) -> IORef | None:
         if node is None and pv is None:
             return None
         return IORef(role, name, line, pv.value if pv else None, node, pv)
+    receiver = _call_name(func.value).split(".")[-1].lower() if isinstance(func, ast.Attribute) else ""
+    if attr == "parse" and receiver in XML_PARSERS:
+        node, pv = _path_arg(ev, call, (0,))  # ET.parse("config.xml"); dateutil's parse(...) is no read
+        return IORef("read", name, line, pv.value if pv else None, node, pv)
     if attr in READ_CALLS:
         node, pv = _path_arg(ev, call, (0,))
         if attr == "load" and pv is None:
@@ -309,6 +315,21 @@ def _classify(ev: PathEvaluator, call: ast.Call) -> IORef | None:
             return None
         return IORef("write", name, line, pv.value if pv else None, node, pv)
     return None
+
+
+def from_default(ref: IORef, an: Analysis) -> bool:
+    """Whether ``ref``'s path is known only through a parameter's default value: in a helper the
+    caller usually passes its own (``Experiment(path_to_data="./")`` called as ``Experiment(d)``),
+    so the default is no fixed path of the helper's."""
+    fn = an.evaluator.function_of(ref.node) if ref.node is not None else None
+    if ref.path is None or not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    defaulted = {a.arg for a in positional[len(positional) - len(args.defaults) :]}
+    defaulted |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None}
+    nodes = [ref.node, *(node for node, _v in ref.path.chain)]
+    return any(isinstance(sub, ast.Name) and sub.id in defaulted for n in nodes for sub in ast.walk(n))
 
 
 def top_level_imports(tree: ast.Module) -> tuple[list[str], bool]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from veriforge.discovery.display import python2_to_3
-from veriforge.discovery.iocalls import LISTING_CALLS, analyse, top_level_imports
+from veriforge.discovery.iocalls import LISTING_CALLS, analyse, from_default, top_level_imports
 from veriforge.discovery.pathexpr import SCRIPT_DIR, PathEvaluator
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def _fixed_io(source: str, tree: ast.Module, rel: str, index: RepoIndex) -> int:
 
     an = analyse(source, file_path=str(index.root / rel), tree=tree)
     demo = demo_lines(tree)
-    return sum(1 for ref in an.refs if ref.value and ref.line not in demo)
+    return sum(1 for ref in an.refs if ref.value and ref.line not in demo and not from_default(ref, an))
 
 
 def local_closure(
@@ -272,6 +272,23 @@ def _param_of(ev: Any, node: ast.AST | None, fn: ast.AST) -> tuple[str, bool] | 
             node, whole = node.left, False
         elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.FormattedValue):
             node, whole = node.values[0].value, False
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format"
+            and isinstance(node.func.value, ast.Constant)
+            and str(node.func.value.value).startswith(("{}", "{0}"))
+            and node.args
+        ):
+            node, whole = node.args[0], False  # "{}/data.pickle".format(path)
+        elif (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Mod)
+            and isinstance(node.left, ast.Constant)
+            and str(node.left.value).startswith("%s")
+        ):
+            first = node.right.elts[0] if isinstance(node.right, ast.Tuple) and node.right.elts else node.right
+            node, whole = first, False  # "%s/data.csv" % path
         elif isinstance(node, ast.Call) and node.args:
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -297,13 +314,26 @@ def _path_params(source: str, tree: ast.Module) -> dict[str, list[list[Any]]]:
     program's call of the outermost function is still seen as the read it is.
     """
     an = analyse(source, tree=tree)
-    tops = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    out: dict[str, dict[str, list[Any]]] = {}  # function -> parameter -> spec
+    # callables by the name the program calls: functions, and classes through their __init__
+    # (whose first parameter, self, the caller does not pass)
+    tops: dict[str, ast.FunctionDef] = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    offset: dict[str, int] = {}
+    for cls in tree.body:
+        if isinstance(cls, ast.ClassDef):
+            for member in cls.body:
+                if isinstance(member, ast.FunctionDef) and member.name == "__init__":
+                    tops[cls.name], offset[cls.name] = member, 1
+    name_of = {id(fn): name for name, fn in tops.items()}
+    out: dict[str, dict[str, list[Any]]] = {}  # callable -> parameter -> spec
 
     def note(fn: ast.FunctionDef, param: str, role: str, folder: bool) -> bool:
+        name = name_of[id(fn)]
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-        spec: list[Any] = [params.index(param), param, role] + (["folder"] if folder else [])
-        mine = out.setdefault(fn.name, {})
+        index = params.index(param) - offset.get(name, 0)
+        if index < 0:
+            return False  # self
+        spec: list[Any] = [index, param, role] + (["folder"] if folder else [])
+        mine = out.setdefault(name, {})
         prev = mine.get(param)
         if prev is None or (prev[2] != "read" and role == "read"):
             mine[param] = spec  # a parameter used both ways is an input: reading it is what matters
@@ -315,7 +345,10 @@ def _path_params(source: str, tree: ast.Module) -> dict[str, list[list[Any]]]:
         found = [
             (r.node, r.role, r.listing)
             for r in an.refs
-            if r.value is None and r.role != "mkdir" and r.node is not None and an.evaluator.function_of(r.node) is fn
+            if (r.value is None or from_default(r, an))
+            and r.role != "mkdir"
+            and r.node is not None
+            and an.evaluator.function_of(r.node) is fn
         ]
         for node in ast.walk(fn):  # glob.glob(path + 'S*.csv'): a listing of a path known only at run time
             if isinstance(node, ast.Call) and node.args and _listing_name(node.func):
@@ -335,7 +368,7 @@ def _path_params(source: str, tree: ast.Module) -> dict[str, list[list[Any]]]:
             for node in ast.walk(fn):
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
                     continue
-                if node.func.id == fn.name:
+                if node.func.id == name_of[id(fn)]:
                     continue
                 for spec in list(out.get(node.func.id, {}).values()):
                     arg = node.args[spec[0]] if len(node.args) > spec[0] else None

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from veriforge.discovery.display import capture_figures, python2_to_3
-from veriforge.discovery.helperio import helper_fixed_io
+from veriforge.discovery.helperio import helper_fixed_io, helpers_draw
 from veriforge.discovery.iocalls import Analysis, IORef, analyse, top_level_imports
 from veriforge.discovery.localmods import helper_io_calls, local_closure
 from veriforge.discovery.notebook import NotebookError, notebook_code_size, notebook_to_script
@@ -546,7 +546,13 @@ def mine_repository(
         an = analyse(source, file_path=file_path, tree=tree)
         outcome = _judge(rel, kind, source, tree, an, index, cfg, repo_name)
         if outcome == NO_OUTPUTS:
-            captured = capture_figures(source, tree, an.imports, kind)
+            closure = local_closure(index, rel, tree, an.imports)
+            in_helpers = (
+                not isinstance(closure, str)
+                and bool(closure[0])
+                and helpers_draw(index.root, [m.to_dict() for m in closure[0]], tree)
+            )
+            captured = capture_figures(source, tree, an.imports, kind, helpers_draw=in_helpers)
             if captured is not None:  # it plots and only displays: its figures become the outputs
                 cap_tree = ast.parse(captured)
                 an = analyse(captured, file_path=file_path, tree=cap_tree)

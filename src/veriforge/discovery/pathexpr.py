@@ -244,6 +244,13 @@ class PathEvaluator:
         if isinstance(node, ast.Call) and node.args:
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if (
+                name == "format"
+                and isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Constant)
+                and str(func.value.value).startswith(("{}/", "{0}/"))
+            ):
+                return self.evaluate(node.args[0])  # "{}/{}".format(FOLDER, name)
             if name == "join" and len(node.args) > 1:
                 first = self.evaluate(node.args[0])
                 return first if first is not None else self.leading_folder(node.args[0], d)
