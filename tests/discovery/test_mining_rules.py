@@ -528,3 +528,34 @@ def test_files_named_at_run_time_in_known_folders_are_outputs_found_by_running(t
     _write(repo, "scripts/prefix.py", "import pandas as pd\nfor n in ['x']:\n"
            "    pd.read_csv('../data/sessions/s1.csv').to_csv('results/subj_' + n + '.csv')\n")
     assert _mine(repo)[1]["scripts/prefix.py"].startswith("output paths could not be resolved statically")
+
+
+SHARED_ROOT = """
+    import pandas as pd
+
+    path = '../data/'
+    df = pd.read_csv(path + 'obs.csv')
+    df.groupby('group', as_index=False)['value'].sum().to_csv(path + 'sums.csv', index=False)
+"""
+
+
+def test_a_folder_both_read_and_written_is_redirected_at_each_call(tmp_path):
+    """`path` names the input folder *and* where results go: no literal could serve both, so each
+    call's own argument becomes the literal (it was 'input path shares its root with an output
+    path')."""
+    repo = tmp_path / "repo"
+    _write(repo, "data/obs.csv", "group,value\na,1.0\nb,2.0\na,0.5\n")
+    _write(repo, "scripts/sums.py", SHARED_ROOT)
+    cands, skipped = _mine(repo)
+    assert "scripts/sums.py" in cands, skipped
+    sa = make_standalone(cands["scripts/sums.py"], repo)
+    assert "path = '../data/'" in sa.program  # left as the author wrote it
+    assert 'pd.read_csv("datasets/data/obs.csv")' in sa.program and 'to_csv("pred_results/sums.csv"' in sa.program
+    work = tmp_path / "task"
+    (work / "datasets/data").mkdir(parents=True)
+    (work / "datasets/data/obs.csv").write_text("group,value\na,1.0\nb,2.0\na,0.5\n")
+    (work / "pred_results").mkdir()
+    (work / sa.program_name).write_text(sa.program)
+    proc = subprocess.run([sys.executable, sa.program_name], cwd=work, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "pred_results/sums.csv").read_text().splitlines() == ["group,value", "a,1.5", "b,2.0"]

@@ -394,7 +394,8 @@ def _judge(
     if remote:
         return f"reads remote data ({_describe(remote[0])}); tasks must not need the network"
     an_refs = an.refs + helper_refs
-    written = {posixpath.normpath(w.value) for w in an_refs if w.role == "write" and w.value}
+    # files it writes (a folder it writes run-time-named files into may still be an input folder)
+    written = {posixpath.normpath(w.value) for w in an_refs if w.role == "write" and w.value and not w.listing}
     datasets: list[str] = []
     missing: list[IORef] = []
     unresolved: list[IORef] = []

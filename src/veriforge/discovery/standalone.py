@@ -131,6 +131,19 @@ _PATHLIB_CALLS = frozenset(
 )
 
 
+def _use_site(ref: IORef, chosen: dict[int, Any]) -> tuple[ast.AST, str] | None:
+    """The call's own path argument, when no node of its provenance serves one role only:
+    ``path = '../data/'`` both read (``load(path)``) and written into (``path + 'out.csv'``) is
+    left alone, and the argument expression of *this* call becomes the literal. Its value is
+    statically known, so the program reads or writes exactly what it did, redirected. Not when
+    the argument is a node another call's rewrite already replaced."""
+    if ref.node is None or ref.value is None or id(ref.node) in chosen:
+        return None
+    if any(id(n) in chosen for n in ast.walk(ref.node)):
+        return None
+    return ref.node, ref.value
+
+
 def _is_pathlike(node: ast.AST) -> bool:
     """True when ``node`` evaluates to a ``pathlib`` object (so its replacement must be one too)."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
@@ -228,7 +241,7 @@ def _redirect(
     """
     refs = [r for r in an.refs if r.line not in skip_lines]
     reads_in = [r for r in refs if r.role == "read"]
-    written = {_norm(w.value) for w in refs if w.role == "write" and w.value}
+    written = {_norm(w.value) for w in refs if w.role == "write" and w.value and not w.listing}
     missed: list[IORef] = []
     warnings_pre: list[str] = []
     reads: list[tuple[IORef, str]] = []
@@ -285,7 +298,7 @@ def _redirect(
 
     datasets: list[str] = []
     for ref, found in reads:
-        point = _point(ref, roles, "read")
+        point = _point(ref, roles, "read") or _use_site(ref, chosen)
         if point is None:
             raise RewriteError(f"line {ref.line} {ref.call}: input path shares its root with an output path")
         node, old = point
@@ -327,7 +340,9 @@ def _redirect(
             choose(node, old, PRED, ref)
             new_full[_norm(ref.value or "")] = posixpath.join(PRED, tail) if tail else PRED
             continue
-        point = _point(ref, roles, "write", prefer_tail=posixpath.basename(_norm(ref.value or "")))
+        point = _point(ref, roles, "write", prefer_tail=posixpath.basename(_norm(ref.value or ""))) or _use_site(
+            ref, chosen
+        )
         if point is None:
             raise RewriteError(f"line {ref.line} {ref.call}: output path shares its root with an input path")
         node, old = point
