@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -348,3 +349,30 @@ def test_run_time_out_keeps_the_output(cpu_runtime, tmp_path):
     res = runner.invoke(app, ["run", str(prog), "--timeout", "1.5"])
     assert res.exit_code == 124
     assert res.stdout == "working\n" and "ran past its 1.5 s limit" in res.stderr
+
+
+def test_compile_out_is_checked_before_compiling_and_locked(kernel_file, tmp_path, monkeypatch):
+    """An --out that is a folder, or in an unwritable folder, fails at once with one line (exit 2)
+    -- nvcc never runs; an --out another run is writing is refused with the holder named."""
+    from veriforge.cli.preflight import OutputLock
+    from veriforge.cuda import toolchain
+
+    calls: list[str] = []
+    monkeypatch.setattr(toolchain, "compile", lambda *a, **k: calls.append("nvcc"))  # must not be reached
+    args = ["compile", str(kernel_file), "--arch", "sm_80", "-D", "SCALE=2.0f", "--out"]
+    res = runner.invoke(app, [*args, str(tmp_path)])
+    assert res.exit_code == 2 and "is a folder; name a file" in res.output
+    blocked = tmp_path / "ro"
+    blocked.mkdir()
+    blocked.chmod(0o500)
+    try:
+        if not os.access(blocked, os.W_OK):  # root ignores modes
+            res = runner.invoke(app, [*args, str(blocked / "k.cubin")])
+            assert res.exit_code == 2 and "not writable" in res.output
+    finally:
+        blocked.chmod(0o700)
+    target = tmp_path / "k.cubin"
+    with OutputLock(target, command="another compile", is_file=True).acquire():
+        res = runner.invoke(app, [*args, str(target)])
+    assert res.exit_code == 2 and "another compile" in res.output
+    assert calls == []

@@ -46,6 +46,20 @@ def test_heartbeat_names_the_slow_work_and_repeats() -> None:
     assert 2 <= len(beats) <= 4 and beats[-1].endswith(("2 s", "3 s"))
 
 
+def test_no_heartbeat_while_stopping_after_ctrl_c() -> None:
+    from veriforge.cli.progress import STOPPING
+
+    buf = io.StringIO()
+    STOPPING.set()  # what the first Ctrl-C does (see interrupt_hint)
+    try:
+        with StepProgress("optimising k", 5, stream=buf, live=False, heartbeat_s=1, prefix="optimize") as bar:
+            bar.started(threading.get_ident(), "candidate 3f2a")
+            time.sleep(2.4)
+    finally:
+        STOPPING.clear()
+    assert "still running" not in buf.getvalue()
+
+
 def test_resume_command_replaces_the_run_id() -> None:
     cmd = resume_command(["optimize", "k.cu", "--run-id", "old", "--out", "my out"], "new")
     assert cmd == "veriforge optimize k.cu --out 'my out' --run-id new"
@@ -147,6 +161,7 @@ def test_sigint_during_a_hanging_candidate_prints_the_hint_at_once(tmp_path) -> 
         assert time.monotonic() - t0 < 5
         assert "resume with: veriforge optimize hang.cu --task softmax_rows --budget 3 --run-id " in lines[-1]
         assert proc.wait(timeout=30) == 130  # within the grace, long before the candidate's limit
+        assert "still running" not in proc.stderr.read()  # no heartbeat once it is stopping
     finally:
         if proc.poll() is None:
             proc.kill()

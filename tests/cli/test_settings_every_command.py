@@ -199,3 +199,37 @@ def test_sandbox_timeout_bounds_a_candidate_evaluation(tmp_path, monkeypatch):
     # vector_add's 3 configurations x 2 trials = 6 cases: 2 s + 6 x 2 s (default: 60 s + 6 x 10 s)
     assert "did not finish within 14 s" in res.output, res.output
     assert load_settings().sandbox.timeout_s == 60.0  # the override lived only for that command
+
+
+def test_sandbox_limits_bound_candidate_evaluations_and_key_the_cache(tmp_path, monkeypatch):
+    """Other `sandbox.*` settings tighten the back-end's own limits: with `sandbox.cpu_s=2` a
+    spinning candidate is killed for CPU time (SIGXCPU), not at its 74 s wall limit; a correct candidate
+    still passes, and under the default settings it is a different cache entry."""
+    from veriforge.core.config import load_settings
+    from veriforge.cuda.evaluate.configured import tighten
+    from veriforge.cuda.tasks.load import find_task
+    from veriforge.sandbox import Limits, Policy
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VERIFORGE_STORE__PATH", str(tmp_path / "runs.sqlite"))
+    src = (find_task("c2cuda/vector_add") / "impls" / "naive.cu").read_text()
+    spin = "    volatile int spin_ = 1; while (spin_) { }\n"
+    Path("spin.cu").write_text(src.replace("    const int threads = 256;", spin + "    const int threads = 256;"))
+    Path("ok.cu").write_text(src)
+    res = _invoke("--set", "sandbox.cpu_s=2", "eval", "c2cuda/vector_add", "spin.cu")
+    assert res.exit_code == 1 and "SIGXCPU" in res.output, res.output  # not the 74 s wall limit
+    res = _invoke("--set", "sandbox.cpu_s=30", "eval", "c2cuda/vector_add", "ok.cu")
+    assert res.exit_code == 0 and "cached" not in res.output.lower(), res.output
+    res = _invoke("eval", "c2cuda/vector_add", "ok.cu")  # default limits: not that cached result
+    assert res.exit_code == 0 and "cached" not in res.output.lower(), res.output
+    # upper bounds only, and no address-space limit for a GPU process (the driver needs the space)
+    monkeypatch.setenv("VERIFORGE_SANDBOX__MEMORY_MB", "1024")
+    monkeypatch.setenv("VERIFORGE_SANDBOX__MAX_PROCS", "100000")
+    from veriforge.core import config
+
+    monkeypatch.setattr(config, "_ACTIVE", None, raising=False)
+    base = Policy(limits=Limits(memory_mb=65536, max_procs=256))
+    cpu, gpu = tighten(base, gpu=False), tighten(Policy(limits=Limits(memory_mb=None, max_procs=256)), gpu=True)
+    assert (cpu.limits.memory_mb, cpu.limits.max_procs) == (1024, 256)
+    assert (gpu.limits.memory_mb, gpu.limits.max_procs) == (None, 256)
+    assert load_settings().sandbox.cpu_s == 60

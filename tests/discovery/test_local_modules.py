@@ -92,14 +92,16 @@ def test_transitive_closure_with_packages_and_sys_path_folders(tmp_path):
     assert all(len(m["sha256"]) == 64 and m["size"] > 0 for m in cand.local_modules)
 
 
-def test_helper_with_fixed_path_io_is_refused_with_the_reason(tmp_path):
+def test_helper_with_fixed_path_io_is_vendored_redirected(tmp_path):
+    """Fixed paths in helpers used to refuse the program; now they are counted and redirected
+    (tests/discovery/test_helper_paths.py has the whole behaviour)."""
     _repo(tmp_path)
     fixed_write = '\ndef save(df):\n    df.to_csv("../out/table.csv")\n'
     _write(tmp_path, "analysis/stats_aux.py", textwrap.dedent(AUX) + fixed_write)
-    _cands, skipped = _mine(tmp_path)
-    reason = skipped["analysis/run_sums.py"]
-    assert reason.startswith("repository-local module analysis/stats_aux.py reads/writes a fixed path")
-    assert "to_csv('../out/table.csv')" in reason
+    cands, skipped = _mine(tmp_path)
+    assert "analysis/run_sums.py" in cands, skipped
+    mods = {m["path"]: m for m in cands["analysis/run_sums.py"].local_modules}
+    assert mods["analysis/stats_aux.py"]["fixed_io"] == 1  # the __main__ demo's read does not count
 
 
 def test_oversized_closure_and_unparsable_helper_are_refused(tmp_path):

@@ -33,7 +33,7 @@ def test_stats_repo_candidates_and_skip_reasons():
     # the repository's own growthlib package is vendored, and its load/save helpers count as I/O
     heights = cands["scripts/standardized_heights.py"]
     assert [m["dest"] for m in heights.local_modules] == ["growthlib/__init__.py", "growthlib/utils.py"]
-    assert heights.helper_io == {"load_trial": [0, "path", "read"], "save_table": [1, "path", "write"]}
+    assert heights.helper_io == {"load_trial": [[0, "path", "read"]], "save_table": [[1, "path", "write"]]}
     assert heights.datasets == ["data/plant_growth.csv"]
     assert [w["value"] for w in heights.writes] == ["results/standardized_heights.csv"]
     assert skipped["tests/test_utils.py"] == "test code"

@@ -422,3 +422,140 @@ def test_a_data_folder_the_program_also_writes_into_is_an_input_without_its_comm
     assert 'glob.glob("datasets/exp/data/p*.csv")' in sa.program and sa.outputs == ["pred_results/all_data.csv"]
     copy_datasets(repo, sa.datasets, tmp_path / "task", exclude=cand.dataset_excludes)
     assert sorted(p.name for p in (tmp_path / "task/datasets/exp/data").iterdir()) == ["p1.csv", "p2.csv"]
+
+
+CALLED_WITH = """
+    import os
+    import pandas as pd
+
+
+    def process_directory(directory_path, output_file, sep=","):
+        names = sorted(f for f in os.listdir(directory_path) if f.endswith(".csv"))
+        frames = [pd.read_csv(os.path.join(directory_path, f), sep=sep) for f in names]
+        table = pd.concat(frames).groupby("group", as_index=False)["value"].sum()
+        table.to_csv(output_file, index=False)
+
+
+    def main():
+        directory_path = "data/sessions"
+        output_file = "results/summary.csv"
+        process_directory(directory_path, output_file)
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_paths_handed_to_the_programs_own_functions_are_followed_to_their_calls(tmp_path):
+    repo = tmp_path / "repo"
+    _write(repo, "data/sessions/s1.csv", "group,value\na,1.0\nb,2.0\n")
+    _write(repo, "data/sessions/s2.csv", "group,value\na,0.5\n")
+    _write(repo, "scripts/summarise.py", CALLED_WITH)
+    # the same function called with two different files: which one it reads is not one path
+    _write(repo, "scripts/two_calls.py", "import pandas as pd\ndef fetch(p):\n    return pd.read_csv(p)\n"
+           "a = fetch('../data/sessions/s1.csv')\nb = fetch('../data/sessions/s2.csv')\n"
+           "pd.concat([a, b]).to_csv('out.csv')\n")
+    # the same text through two different literals: rewriting one call would leave the other
+    _write(repo, "scripts/two_literals.py", "import pandas as pd\ndef fetch(p):\n    return pd.read_csv(p)\n"
+           "a = fetch('../data/sessions/s1.csv')\nb = fetch('../data/sessions/s1.csv')\n"
+           "pd.concat([a, b]).to_csv('out.csv')\n")
+    cands, skipped = _mine(repo)
+    assert "scripts/summarise.py" in cands, skipped
+    cand = cands["scripts/summarise.py"]
+    assert cand.datasets == ["data/sessions"]
+    assert [w["value"] for w in cand.writes] == ["results/summary.csv"]
+    for name in ("two_calls", "two_literals"):
+        assert skipped[f"scripts/{name}.py"].startswith("input paths could not be resolved statically")
+    sa = make_standalone(cand, repo)
+    assert 'directory_path = "datasets/data/sessions"' in sa.program  # the caller's literal is rewritten
+    assert 'output_file = "pred_results/summary.csv"' in sa.program
+    work = tmp_path / "task"
+    for f in (repo / "data/sessions").iterdir():
+        (work / "datasets/data/sessions").mkdir(parents=True, exist_ok=True)
+        (work / "datasets/data/sessions" / f.name).write_bytes(f.read_bytes())
+    (work / "pred_results").mkdir()
+    (work / sa.program_name).write_text(sa.program)
+    proc = subprocess.run([sys.executable, sa.program_name], cwd=work, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "pred_results/summary.csv").read_text().splitlines() == ["group,value", "a,1.5", "b,2.0"]
+
+
+RUN_TIME_NAMES = """
+    import os
+    from pathlib import Path
+    import pandas as pd
+
+    OUT = "results"
+    FIGS = Path("figures")
+    DATA = "../data/"
+    os.makedirs(OUT, exist_ok=True)
+    for name in sorted(os.listdir(DATA + "sessions")):
+        df = pd.read_csv(os.path.join(DATA, "sessions", name))
+        stem = name.split(".")[0]
+        df.describe().to_csv(os.path.join(OUT, stem + "_summary.csv"))
+        df.head(1).to_csv(OUT + "/" + stem + "_first.csv")
+        df.tail(1).to_csv(f"{OUT}/{stem}_last.csv")
+        df.sum().to_csv(FIGS / f"{stem}_sum.csv")
+        df.to_csv(DATA + "sessions/" + stem + ".bak")  # into the input folder: no output
+"""
+
+
+def test_files_named_at_run_time_in_known_folders_are_outputs_found_by_running(tmp_path):
+    repo = tmp_path / "repo"
+    _write(repo, "data/sessions/s1.csv", "a,b\n1,2\n3,4\n")
+    _write(repo, "scripts/per_session.py", RUN_TIME_NAMES)
+    cands, skipped = _mine(repo)
+    assert "scripts/per_session.py" in cands, skipped
+    cand = cands["scripts/per_session.py"]
+    assert [(w["value"], w.get("folder")) for w in cand.writes] == [
+        ("results", True), ("results", True), ("results", True), ("figures", True)
+    ]
+    sa = make_standalone(cand, repo)
+    assert 'OUT = "pred_results"' in sa.program and 'FIGS = Path("pred_results")' in sa.program
+    assert any("files named at run time go into" in w for w in sa.warnings)  # the .bak into the inputs
+    work = tmp_path / "task"
+    (work / "datasets/data/sessions").mkdir(parents=True)
+    (work / "datasets/data/sessions/s1.csv").write_text("a,b\n1,2\n3,4\n")
+    (work / "pred_results").mkdir()
+    (work / sa.program_name).write_text(sa.program)
+    proc = subprocess.run([sys.executable, sa.program_name], cwd=work, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (work / "pred_results").iterdir()) == [
+        "s1_first.csv", "s1_last.csv", "s1_sum.csv", "s1_summary.csv"
+    ]
+    # a prefix that ends inside a file name names no folder a literal could stand for
+    _write(repo, "scripts/prefix.py", "import pandas as pd\nfor n in ['x']:\n"
+           "    pd.read_csv('../data/sessions/s1.csv').to_csv('results/subj_' + n + '.csv')\n")
+    assert _mine(repo)[1]["scripts/prefix.py"].startswith("output paths could not be resolved statically")
+
+
+SHARED_ROOT = """
+    import pandas as pd
+
+    path = '../data/'
+    df = pd.read_csv(path + 'obs.csv')
+    df.groupby('group', as_index=False)['value'].sum().to_csv(path + 'sums.csv', index=False)
+"""
+
+
+def test_a_folder_both_read_and_written_is_redirected_at_each_call(tmp_path):
+    """`path` names the input folder *and* where results go: no literal could serve both, so each
+    call's own argument becomes the literal (it was 'input path shares its root with an output
+    path')."""
+    repo = tmp_path / "repo"
+    _write(repo, "data/obs.csv", "group,value\na,1.0\nb,2.0\na,0.5\n")
+    _write(repo, "scripts/sums.py", SHARED_ROOT)
+    cands, skipped = _mine(repo)
+    assert "scripts/sums.py" in cands, skipped
+    sa = make_standalone(cands["scripts/sums.py"], repo)
+    assert "path = '../data/'" in sa.program  # left as the author wrote it
+    assert 'pd.read_csv("datasets/data/obs.csv")' in sa.program and 'to_csv("pred_results/sums.csv"' in sa.program
+    work = tmp_path / "task"
+    (work / "datasets/data").mkdir(parents=True)
+    (work / "datasets/data/obs.csv").write_text("group,value\na,1.0\nb,2.0\na,0.5\n")
+    (work / "pred_results").mkdir()
+    (work / sa.program_name).write_text(sa.program)
+    proc = subprocess.run([sys.executable, sa.program_name], cwd=work, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "pred_results/sums.csv").read_text().splitlines() == ["group,value", "a,1.5", "b,2.0"]

@@ -96,3 +96,22 @@ def test_a_journal_folder_planted_by_another_user_is_refused(reachable, monkeypa
     planted.chmod(0o777)
     with pytest.raises(WorkdirError, match="not a private folder"):
         Workdir(tree, uid=UID_B, keep=True).lend()
+
+
+def test_a_huge_folder_is_refused_before_anything_changes_owner(reachable, monkeypatch):
+    from veriforge.sandbox import workdir
+    from veriforge.sandbox.workdir import WorkdirError
+
+    tree = _tree(reachable / "home")
+    for i in range(5):
+        (tree / f"f{i}").write_text("x")
+    monkeypatch.setattr(workdir, "MAX_LEND_ENTRIES", 4)
+    with pytest.raises(WorkdirError, match=r"more than 4 files and folders.*--data"):
+        Workdir(tree, uid=UID_A, keep=True).lend()
+    assert _owners(tree) == {os.getuid()}  # nothing was handed over
+    monkeypatch.setattr(workdir, "MAX_LEND_ENTRIES", 100)
+    w = Workdir(tree, uid=UID_A, keep=True)
+    w.lend()
+    assert _owners(tree) == {UID_A}
+    w.give_back()
+    assert _owners(tree) == {os.getuid()}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shlex
 import sys
@@ -133,12 +134,42 @@ def compile_cmd(
 ) -> None:
     """Compile FILE with nvcc and show per-kernel resources (registers, shared memory, spills, …)."""
     from veriforge.core.config import active_settings
-    from veriforge.cuda import toolchain
-    from veriforge.errors import CudaError, ToolchainNotFoundError
 
     arch = arch or active_settings().cuda.arch
     source = _read_source(file)
     includes = [file.parent.resolve(), *(include or [])]
+    lock = None
+    if out is not None:
+        from veriforge.cli.preflight import OutputLocationError, prepare_out
+
+        try:  # an unusable --out fails now, with one line, not after the compile
+            lock = prepare_out(out, command="veriforge cuda compile", is_file=True)
+        except OutputLocationError as exc:
+            _echo_err(f"error: {exc}")
+            raise typer.Exit(EXIT_SETUP) from exc
+    try:
+        _compile_report(file, source, arch, ptx, flag, define, includes, out, as_json, no_cache)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _compile_report(
+    file: Path,
+    source: str,
+    arch: str,
+    ptx: bool,
+    flag: list[str] | None,
+    define: list[str] | None,
+    includes: list[Path],
+    out: Path | None,
+    as_json: bool,
+    no_cache: bool,
+) -> None:
+    """The body of ``cuda compile`` once FILE is read and ``--out`` is checked and locked."""
+    from veriforge.cuda import toolchain
+    from veriforge.errors import CudaError, ToolchainNotFoundError
+
     try:
         result = toolchain.compile(
             source,
@@ -174,8 +205,10 @@ def compile_cmd(
         _echo_err(f"error: {exc}")
         raise typer.Exit(EXIT_FAILED) from exc
 
-    if out is not None:
-        out.write_bytes(result.artifact)
+    if out is not None:  # written whole or not at all: a reader never sees half a cubin
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(result.artifact)
+        tmp.replace(out)
     if as_json:
         typer.echo(json.dumps({"ok": True, "file": str(file), **result.to_dict()}, indent=2))
         return

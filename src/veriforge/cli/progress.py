@@ -185,7 +185,7 @@ class StepProgress:
                 shown = 0 if due == 0 else due - 1  # a new wait began
             if due > shown:
                 line = self.heartbeat_line()
-                if line is not None:
+                if line is not None and not STOPPING.is_set():  # after Ctrl-C "still running" misleads
                     self.note(line)
                 shown = due
 
@@ -230,6 +230,10 @@ def interrupted(run_id: str | None, argv: Sequence[str] | None = None, *, kept: 
 #: Seconds the work may take to stop after Ctrl-C before the process exits anyway.
 INTERRUPT_GRACE_S = 10.0
 
+#: Set from the first Ctrl-C until :func:`interrupt_hint` ends: the work is stopping, so heartbeats
+#: ("still running ...") are not printed during the grace period.
+STOPPING = threading.Event()
+
 
 def _exit_now() -> None:
     """Leave at once with 130: flush what was printed, skip waiting for worker threads."""
@@ -263,6 +267,7 @@ def interrupt_hint(message: Callable[[], str], grace_s: float | None = None) -> 
         if printed:
             _exit_now()  # a second Ctrl-C: quit now
         printed.append(True)
+        STOPPING.set()
         with contextlib.suppress(Exception):
             print(message(), file=sys.stderr, flush=True)
             print(f"stopping: running work gets up to {grace:g} s (Ctrl-C again quits now)", file=sys.stderr,
@@ -277,6 +282,7 @@ def interrupt_hint(message: Callable[[], str], grace_s: float | None = None) -> 
         yield printed
     finally:
         signal.signal(signal.SIGINT, previous)
+        STOPPING.clear()
 
 
 def run_interruptible(hint: Callable[[], str], work: Callable[[], Any], fail: Callable[[str], Any]) -> Any:

@@ -419,6 +419,9 @@ class _TaskBuilder:
                 raise StageFailed("standalone", "program", f"path rewrite failed: {exc}") from exc
             from veriforge.discovery.rewrite_model import model_rewrite
 
+            if any(m.get("fixed_io") for m in self.cand.local_modules):
+                # the model rewrites the program only; its helpers' fixed paths would stay unredirected
+                raise StageFailed("standalone", "program", f"path rewrite failed: {exc}") from exc
             sa = model_rewrite(self.cand, self.repo_root, self.client, str(exc))
             if check_standalone(sa.program):
                 raise StageFailed("standalone", "program", f"path rewrite failed: {exc}") from exc
@@ -426,8 +429,8 @@ class _TaskBuilder:
         (self.dir / "gold_program").mkdir(parents=True)
         (self.dir / "gold_program" / sa.program_name).write_text(sa.program, encoding="utf-8")
         copy_datasets(self.repo_root, sa.datasets, self.dir, exclude=self.cand.dataset_excludes)
-        copy_local_modules(self.repo_root, self.cand.local_modules, self.dir)
-        return sa.to_dict() | {"program": None, "local_modules": self.cand.local_modules}
+        copy_local_modules(self.repo_root, self.cand.local_modules, self.dir, redirected=sa.lib)
+        return sa.to_dict() | {"program": None, "lib": sorted(sa.lib), "local_modules": self.cand.local_modules}
 
     def env(self) -> dict[str, Any]:
         from veriforge.discovery.deps import resolve_requirements
@@ -616,7 +619,7 @@ class _TaskBuilder:
                 "era": env.get("era"),
                 "repairs": self.state["gold"].get("repairs", []),
                 "ambiguous_inputs": self.cand.ambiguous_inputs,
-                "lib": lib_record(self.cand.local_modules),
+                "lib": lib_record(self.cand.local_modules, self.state["standalone"].get("lib") or []),
                 "source_changes": self.cand.source_changes,
             },
         )

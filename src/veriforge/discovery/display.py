@@ -163,7 +163,7 @@ _DRAW_CALLS = frozenset(
 )
 
 
-def _draws(tree: ast.Module) -> bool:
+def draws(tree: ast.AST) -> bool:
     """Whether the program calls something that draws (importing matplotlib for a t-test's
     p-value table is not a figure: capturing it would only make a task without outputs)."""
     return any(
@@ -285,7 +285,9 @@ def capture_notes(captured: str) -> list[str]:
     return notes
 
 
-def capture_figures(source: str, tree: ast.Module, imports: list[str], kind: str) -> str | None:
+def capture_figures(
+    source: str, tree: ast.Module, imports: list[str], kind: str, helpers_draw: bool = False
+) -> str | None:
     """``source`` changed to save the figures it displays, or None when it does not plot.
 
     Matplotlib display points: every ``plt.show()`` call (replaced by the save), the end of every
@@ -295,7 +297,8 @@ def capture_figures(source: str, tree: ast.Module, imports: list[str], kind: str
     figure as ``figure_<n>.json`` (see :func:`_plotly_display_edits`); a plotly program with none
     of them displays nothing and is not changed.
     """
-    mpl = bool(_PLOT_MODULES & set(imports)) and _draws(tree)
+    # helpers_draw: a vendored helper the program calls draws the (matplotlib) figures
+    mpl = helpers_draw or (bool(_PLOT_MODULES & set(imports)) and draws(tree))
     plotly = any(m == "plotly" or m.startswith("plotly.") for m in imports) and _plotly_draws(tree)
     helpers = ""
     if plotly:

@@ -53,6 +53,8 @@ READ_CALLS = frozenset(
         "ExcelFile",
     }
 )
+# receivers whose .parse(path) reads an XML file (xml.etree.ElementTree as ET / xet, lxml.etree, minidom)
+XML_PARSERS = frozenset({"et", "xet", "etree", "elementtree", "minidom", "eltree"})
 WRITE_CALLS = frozenset(
     {
         "to_csv",
@@ -125,7 +127,8 @@ class IORef:
     value: str | None
     node: ast.AST | None = field(default=None, repr=False, compare=False)
     path: PathValue | None = field(default=None, repr=False, compare=False)
-    # a folder listing or glob pattern (``value`` may hold wildcards): the dataset is the folder
+    # a folder listing or glob pattern (``value`` may hold wildcards): the dataset is the folder;
+    # for a write, the folder it writes files named at run time into (the gold run finds them)
     listing: bool = field(default=False, compare=False)
     # a read whose path is not known as a whole but starts with a known part
     # ('models' + os.sep + name): see :meth:`PathEvaluator.leading` and :meth:`as_folder_read`
@@ -232,22 +235,36 @@ def _path_arg(
     return (candidates[0] if candidates else None), None
 
 
-def _classify(ev: PathEvaluator, call: ast.Call, extra: dict[str, list[Any]] | None = None) -> IORef | None:
-    func = call.func
-    name = _call_name(func)
-    attr = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    line = call.lineno
-    if extra and name in extra:
-        # a helper function of the repository that passes this argument to a read/write call
-        position, keyword, role = extra[name]
+def _helper_refs(ev: PathEvaluator, call: ast.Call, name: str, specs: list[Any]) -> list[IORef]:
+    """The reads/writes a call of a repository helper function does through its arguments.
+
+    ``specs``: ``[[position, keyword, role(, "folder")], ...]`` (one flat spec is accepted too,
+    as candidates mined before several per function were recorded).
+    """
+    out: list[IORef] = []
+    for position, keyword, role, *how in specs if specs and isinstance(specs[0], list) else [specs]:
         node: ast.AST | None = call.args[position] if len(call.args) > position else None
         for kw in call.keywords:
             if kw.arg == keyword:
                 node = kw.value
         if node is None:
-            return None
+            continue
         pv = ev.evaluate(node)
-        return IORef(role, name, line, pv.value if pv else None, node, pv)
+        if how == ["folder"]:  # the helper reads or writes inside the folder it is given
+            if pv is None or pv.value.strip("./") == "":
+                continue
+            value = pv.value.rstrip("/") if role == "write" else pv.value
+            out.append(IORef(role, name, call.lineno, value, node, pv, listing=True))
+        else:
+            out.append(IORef(role, name, call.lineno, pv.value if pv else None, node, pv))
+    return out
+
+
+def _classify(ev: PathEvaluator, call: ast.Call) -> IORef | None:
+    func = call.func
+    name = _call_name(func)
+    attr = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    line = call.lineno
     if name in LISTING_CALLS and (isinstance(func, ast.Name) or name.startswith(("os.", "glob."))):
         node, pv = _path_arg(ev, call, (0,), strict=False)
         if pv is None or pv.value.strip("./") == "":
@@ -278,6 +295,10 @@ def _classify(ev: PathEvaluator, call: ast.Call, extra: dict[str, list[Any]] | N
         if node is None and pv is None:
             return None
         return IORef(role, name, line, pv.value if pv else None, node, pv)
+    receiver = _call_name(func.value).split(".")[-1].lower() if isinstance(func, ast.Attribute) else ""
+    if attr == "parse" and receiver in XML_PARSERS:
+        node, pv = _path_arg(ev, call, (0,))  # ET.parse("config.xml"); dateutil's parse(...) is no read
+        return IORef("read", name, line, pv.value if pv else None, node, pv)
     if attr in READ_CALLS:
         node, pv = _path_arg(ev, call, (0,))
         if attr == "load" and pv is None:
@@ -296,6 +317,21 @@ def _classify(ev: PathEvaluator, call: ast.Call, extra: dict[str, list[Any]] | N
             return None
         return IORef("write", name, line, pv.value if pv else None, node, pv)
     return None
+
+
+def from_default(ref: IORef, an: Analysis) -> bool:
+    """Whether ``ref``'s path is known only through a parameter's default value: in a helper the
+    caller usually passes its own (``Experiment(path_to_data="./")`` called as ``Experiment(d)``),
+    so the default is no fixed path of the helper's."""
+    fn = an.evaluator.function_of(ref.node) if ref.node is not None else None
+    if ref.path is None or not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    defaulted = {a.arg for a in positional[len(positional) - len(args.defaults) :]}
+    defaulted |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None}
+    nodes = [ref.node, *(node for node, _v in ref.path.chain)]
+    return any(isinstance(sub, ast.Name) and sub.id in defaulted for n in nodes for sub in ast.walk(n))
 
 
 def top_level_imports(tree: ast.Module) -> tuple[list[str], bool]:
@@ -420,17 +456,29 @@ def analyse(
 
     ``extra_calls``: call names (as written in this module, ``load_trial`` or ``aux.load_trial``)
     of repository helper functions that read or write the path given as one of their arguments,
-    ``name -> [position, keyword, role]`` (see :func:`veriforge.discovery.localmods.helper_io_calls`).
+    ``name -> [[position, keyword, role(, "folder")], ...]`` (see :func:`_helper_refs` and
+    :func:`veriforge.discovery.localmods.helper_io_calls`).
     """
     tree = tree or ast.parse(source)
     ev = PathEvaluator(tree, file_path=file_path)
     refs: list[IORef] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            ref = _classify(ev, node, extra_calls)
+            name = _call_name(node.func)
+            if extra_calls and name in extra_calls:
+                refs.extend(_helper_refs(ev, node, name, extra_calls[name]))
+                continue
+            ref = _classify(ev, node)
             if ref is not None:
                 if ref.value is None and ref.role == "read" and ref.node is not None:
                     ref.prefix = ev.leading(ref.node)
+                elif ref.value is None and ref.role == "write" and ref.node is not None:
+                    # df.to_csv(os.path.join(OUT, name + ".csv")): a file named at run time in a
+                    # known folder -- the folder is the output, its files are found by the gold run
+                    folder = ev.leading_folder(ref.node)
+                    if folder is not None and folder.value.strip("./"):
+                        ref = IORef("write", ref.call, ref.line, folder.value.rstrip("/") or "/", ref.node,
+                                    folder, listing=True)
                 refs.append(ref)
     refs.sort(key=lambda r: (r.line, r.role))
     imports, relative = top_level_imports(tree)

@@ -9,11 +9,11 @@ program of the task runs: gold, validation, agent).
 Only modules that are safe to ship unchanged are vendored. The closure is refused, with the reason,
 when a module cannot be found (``import x`` of a name that is neither installed nor in the
 repository is a program error the gold run would only report later), when it is larger than a
-bound (generated code or a vendored library: the task would no longer be about the analysis), or
-when a helper reads or writes a *fixed* path: the rewrite that redirects the program to
-``datasets/`` and ``pred_results/`` only touches the program, so a helper opening
-``../data/x.csv`` itself would read outside the task. Paths a helper receives as arguments are
-fine -- they come from the rewritten program.
+bound (generated code or a vendored library: the task would no longer be about the analysis).
+A helper that reads or writes a *fixed* path (``./outlier_metrics/x.csv``) is vendored redirected:
+the same rewrite that sends the program to ``datasets/`` and ``pred_results/`` runs over it (see
+:mod:`veriforge.discovery.helperio`). Paths a helper receives as arguments come from the rewritten
+program; :func:`helper_io_calls` makes the program's call of such a helper a read or write.
 
 Where Python would look is modelled the way the program runs from its own folder: the script's
 folder first, then the repository root and ``src/``, plus folders the code itself adds with
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from veriforge.discovery.display import python2_to_3
-from veriforge.discovery.iocalls import analyse, is_main_guard, top_level_imports
+from veriforge.discovery.iocalls import LISTING_CALLS, analyse, from_default, top_level_imports
 from veriforge.discovery.pathexpr import SCRIPT_DIR, PathEvaluator
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ class LocalModule:
     sha256: str  # of the repository file
     size: int
     python2: bool = False  # converted by the 2to3 fixers when vendored (see display.python2_to_3)
+    fixed_io: int = 0  # reads/writes of fixed paths: the vendored copy is redirected (discovery.helperio)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -139,26 +140,14 @@ def _package_files(index: RepoIndex, pkg_dir: str) -> list[str]:
     )
 
 
-def _main_block_lines(tree: ast.Module) -> set[int]:
-    """Lines of top-level ``if __name__ == "__main__":`` blocks (never run on import)."""
-    lines: set[int] = set()
-    for stmt in tree.body:
-        if is_main_guard(stmt):
-            lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
-    return lines
+def _fixed_io(source: str, tree: ast.Module, rel: str, index: RepoIndex) -> int:
+    """How many reads/writes of a *fixed* path the helper at ``rel`` does outside its own
+    ``__main__`` demo (they are redirected when the task is built, see discovery.helperio)."""
+    from veriforge.discovery.helperio import demo_lines
 
-
-def _fixed_io(source: str, tree: ast.Module, rel: str, index: RepoIndex) -> str | None:
-    """The first fixed-path read/write a helper module does when imported and called, or None.
-
-    A demo under the helper's own ``__main__`` guard never runs in the task, so it does not count.
-    """
     an = analyse(source, file_path=str(index.root / rel), tree=tree)
-    demo = _main_block_lines(tree)
-    for ref in an.refs:
-        if ref.value and ref.line not in demo:
-            return f"line {ref.line} {ref.call}({ref.value!r})"
-    return None
+    demo = demo_lines(tree)
+    return sum(1 for ref in an.refs if ref.value and ref.line not in demo and not from_default(ref, an))
 
 
 def local_closure(
@@ -216,11 +205,10 @@ def local_closure(
                 source, mod_tree, py2 = converted, ast.parse(converted), True
             except UnicodeDecodeError as exc:
                 return f"repository-local module {rel} cannot be parsed ({exc.__class__.__name__})"
-            io = _fixed_io(source, mod_tree, rel, index)
-            if io:
-                return f"repository-local module {rel} reads/writes a fixed path ({io}); it cannot be redirected"
             dest = rel[len(base) + 1 :] if base else rel
-            modules[rel] = LocalModule(name, rel, dest, hashlib.sha256(raw).hexdigest(), len(raw), py2)
+            modules[rel] = LocalModule(
+                name, rel, dest, hashlib.sha256(raw).hexdigest(), len(raw), py2, _fixed_io(source, mod_tree, rel, index)
+            )
             mod_imports, _relative = top_level_imports(mod_tree)
             bases.extend(b for b in extra_sys_paths(mod_tree, index, rel) if b not in bases)
             pending.extend((m, rel) for m in mod_imports if m not in seen)
@@ -267,23 +255,136 @@ def _module_dotted(dest: str) -> str:
     return dotted[: -len(".__init__")] if dotted.endswith(".__init__") else dotted
 
 
-def _path_params(source: str, tree: ast.Module) -> dict[str, list[Any]]:
-    """Top-level functions of a helper that hand one of their parameters, unchanged, to a read or
-    write call: ``{"load_trial": [0, "path", "read"]}`` for ``def load_trial(path): return
-    pd.read_csv(path)``."""
+def _param_of(ev: Any, node: ast.AST | None, fn: ast.AST) -> tuple[str, bool] | None:
+    """``(parameter, whole)`` when the path expression ``node`` inside ``fn`` is one of ``fn``'s
+    parameters (``whole``) or starts with one (``path + 'S' + n``, ``os.path.join(path, f)``,
+    ``f"{path}/x.csv"``, or a local variable assigned one of those): the caller names the file,
+    or the folder the helper reads in."""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]  # type: ignore[attr-defined]
+    whole = True
+    for _ in range(12):
+        if isinstance(node, ast.Name):
+            if node.id in params:
+                return node.id, whole
+            node = ev.single_assignment(node)  # a local spelling of the path
+            continue
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Div):
+            node, whole = node.left, False
+        elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.FormattedValue):
+            node, whole = node.values[0].value, False
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format"
+            and isinstance(node.func.value, ast.Constant)
+            and str(node.func.value.value).startswith(("{}", "{0}"))
+            and node.args
+        ):
+            node, whole = node.args[0], False  # "{}/data.pickle".format(path)
+        elif (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Mod)
+            and isinstance(node.left, ast.Constant)
+            and str(node.left.value).startswith("%s")
+        ):
+            first = node.right.elts[0] if isinstance(node.right, ast.Tuple) and node.right.elts else node.right
+            node, whole = first, False  # "%s/data.csv" % path
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name == "join":
+                whole = whole and len(node.args) == 1
+            elif name not in ("Path", "PurePath", "str", "abspath", "realpath", "normpath", "fspath"):
+                return None
+            node = node.args[0]
+        else:
+            return None
+    return None
+
+
+def _path_params(source: str, tree: ast.Module) -> dict[str, list[list[Any]]]:
+    """Top-level functions of a helper whose parameters name paths they read or write, one spec
+    ``[position, parameter, role]`` per such parameter: ``{"load_trial": [[0, "path", "read"]]}``
+    for ``def load_trial(path): return pd.read_csv(path)``. A fourth element ``"folder"`` says the
+    helper reads or writes *inside* the folder it is given (``glob.glob(path + 'S*.dat')``,
+    ``df.to_csv(os.path.join(out_dir, f"{base}_clean.csv"))``).
+
+    A helper that hands its parameter on to another helper of the same module inherits that
+    helper's use (``def preprocess(path): return load_all(path)``), to a fixed point, so a
+    program's call of the outermost function is still seen as the read it is.
+    """
     an = analyse(source, tree=tree)
-    tops = {n: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    out: dict[str, list[Any]] = {}
-    for ref in an.refs:
-        if ref.value is not None or ref.role == "mkdir" or not isinstance(ref.node, ast.Name):
-            continue
-        fn = an.evaluator.function_of(ref.node)
-        if fn not in tops:
-            continue
-        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]  # type: ignore[union-attr]
-        if ref.node.id in params and fn.name not in out:  # type: ignore[union-attr]
-            out[fn.name] = [params.index(ref.node.id), ref.node.id, ref.role]  # type: ignore[union-attr]
-    return out
+    # callables by the name the program calls: functions, and classes through their __init__
+    # (whose first parameter, self, the caller does not pass)
+    tops: dict[str, ast.FunctionDef] = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    offset: dict[str, int] = {}
+    for cls in tree.body:
+        if isinstance(cls, ast.ClassDef):
+            for member in cls.body:
+                if isinstance(member, ast.FunctionDef) and member.name == "__init__":
+                    tops[cls.name], offset[cls.name] = member, 1
+    name_of = {id(fn): name for name, fn in tops.items()}
+    out: dict[str, dict[str, list[Any]]] = {}  # callable -> parameter -> spec
+
+    def note(fn: ast.FunctionDef, param: str, role: str, folder: bool) -> bool:
+        name = name_of[id(fn)]
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        index = params.index(param) - offset.get(name, 0)
+        if index < 0:
+            return False  # self
+        spec: list[Any] = [index, param, role] + (["folder"] if folder else [])
+        mine = out.setdefault(name, {})
+        prev = mine.get(param)
+        if prev is None or (prev[2] != "read" and role == "read"):
+            mine[param] = spec  # a parameter used both ways is an input: reading it is what matters
+            return prev != spec
+        return False
+
+    def uses(fn: ast.FunctionDef) -> list[tuple[ast.AST | None, str, bool]]:
+        """(path expression, role, listing) of this function's reads and writes of unknown paths."""
+        found = [
+            (r.node, r.role, r.listing)
+            for r in an.refs
+            if (r.value is None or from_default(r, an))
+            and r.role != "mkdir"
+            and r.node is not None
+            and an.evaluator.function_of(r.node) is fn
+        ]
+        for node in ast.walk(fn):  # glob.glob(path + 'S*.csv'): a listing of a path known only at run time
+            if isinstance(node, ast.Call) and node.args and _listing_name(node.func):
+                if an.evaluator.evaluate(node.args[0]) is None:
+                    found.append((node.args[0], "read", True))
+        return found
+
+    for fn in tops.values():
+        for node, role, listing in uses(fn):
+            hit = _param_of(an.evaluator, node, fn)
+            if hit is not None:
+                note(fn, hit[0], role, listing or not hit[1])
+    changed = True
+    while changed:  # parameters handed on to another helper of this module
+        changed = False
+        for fn in tops.values():
+            for node in ast.walk(fn):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                    continue
+                if node.func.id == name_of[id(fn)]:
+                    continue
+                for spec in list(out.get(node.func.id, {}).values()):
+                    arg = node.args[spec[0]] if len(node.args) > spec[0] else None
+                    for kw in node.keywords:
+                        if kw.arg == spec[1]:
+                            arg = kw.value
+                    hit = _param_of(an.evaluator, arg, fn) if arg is not None else None
+                    if hit is not None:
+                        changed |= note(fn, hit[0], spec[2], len(spec) > 3 or not hit[1])
+    return {name: sorted(specs.values()) for name, specs in out.items() if specs}
+
+
+def _listing_name(func: ast.expr) -> bool:
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.{func.attr}" in LISTING_CALLS
+    return isinstance(func, ast.Name) and func.id in LISTING_CALLS
 
 
 def helper_io_calls(index: RepoIndex, modules: list[dict[str, Any]], tree: ast.Module) -> dict[str, list[Any]]:
@@ -293,17 +394,31 @@ def helper_io_calls(index: RepoIndex, modules: list[dict[str, Any]], tree: ast.M
     Without this, ``df = load_trial("data/x.csv")`` would be a program that "reads no dataset",
     and its path would never be redirected to ``datasets/``.
     """
+    from veriforge.discovery.helperio import vendored_source
+
     by_module: dict[str, dict[str, list[Any]]] = {}
+    reexports: list[tuple[str, str, str, str]] = []  # (module, local name, source module, name)
     for mod in modules:
         if not mod["dest"].endswith(".py"):
             continue
+        dotted = _module_dotted(mod["dest"])
         try:
-            source = (index.root / mod["path"]).read_text(encoding="utf-8-sig")
-            if mod.get("python2"):
-                source = python2_to_3(source) or source
-            by_module[_module_dotted(mod["dest"])] = _path_params(source, ast.parse(source))
+            source = vendored_source(index.root, mod)
+            mod_tree = ast.parse(source)
         except (OSError, UnicodeDecodeError, SyntaxError):
             continue
+        by_module[dotted] = _path_params(source, mod_tree)
+        package = dotted if mod["dest"].endswith("__init__.py") else dotted.rpartition(".")[0]
+        for stmt in mod_tree.body:  # a package's `from .processing import clean_csv`
+            if isinstance(stmt, ast.ImportFrom) and stmt.module:
+                base = package.split(".") if package else []
+                up = base[: len(base) - stmt.level + 1] if stmt.level else []
+                target = ".".join([*up, stmt.module]) if stmt.level else stmt.module
+                reexports += [(dotted, a.asname or a.name, target, a.name) for a in stmt.names]
+    for dotted, local, target, name in reexports:
+        spec = by_module.get(target, {}).get(name)
+        if spec is not None:
+            by_module[dotted].setdefault(local, spec)
     calls: dict[str, list[Any]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and not node.level and node.module:

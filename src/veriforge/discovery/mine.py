@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from veriforge.discovery.display import MPL_CAPTURED, capture_figures, capture_notes, python2_to_3
+from veriforge.discovery.helperio import helper_fixed_io, helpers_draw
 from veriforge.discovery.iocalls import Analysis, IORef, analyse, top_level_imports
 from veriforge.discovery.localmods import helper_io_calls, local_closure
 from veriforge.discovery.notebook import NotebookError, notebook_code_size, notebook_to_script
@@ -353,6 +354,13 @@ def _describe(ref: IORef) -> str:
     return f"line {ref.line} {ref.call}({ref.value!r})" if ref.value else f"line {ref.line} {ref.call}(...)"
 
 
+def _inside_datasets(folder: str, datasets: list[str], index: RepoIndex, script_dir: str) -> bool:
+    """Whether a folder the program writes run-time-named files into is (inside) one it reads:
+    those writes cannot be redirected apart from the inputs, so they are no outputs."""
+    found = index.locate(folder, script_dir)
+    return found is not None and any(found == d or found.startswith(d.rstrip("/") + "/") for d in datasets)
+
+
 def _judge(
     rel: str,
     kind: str,
@@ -377,16 +385,23 @@ def _judge(
     helper_io = helper_io_calls(index, [m.to_dict() for m in local_modules], tree) if local_modules else {}
     if helper_io:  # load_trial("data/x.csv"): the helper reads what the program names
         an = analyse(source, file_path=str(index.root / rel), tree=tree, extra_calls=helper_io)
-    remote = [r for r in an.refs if r.value and REMOTE.match(r.value) and r.role == "read"]
+    # helpers that read/write fixed paths themselves: the calls the program can reach count as its own
+    helper_refs: list[IORef] = []
+    if any(m.fixed_io for m in local_modules):
+        for helper in helper_fixed_io(index.root, [m.to_dict() for m in local_modules], tree):
+            helper_refs += helper.reached
+    remote = [r for r in an.refs + helper_refs if r.value and REMOTE.match(r.value) and r.role == "read"]
     if remote:
         return f"reads remote data ({_describe(remote[0])}); tasks must not need the network"
-    written = {posixpath.normpath(w.value) for w in an.writes if w.value}
+    an_refs = an.refs + helper_refs
+    # files it writes (a folder it writes run-time-named files into may still be an input folder)
+    written = {posixpath.normpath(w.value) for w in an_refs if w.role == "write" and w.value and not w.listing}
     datasets: list[str] = []
     missing: list[IORef] = []
     unresolved: list[IORef] = []
     reads: list[dict[str, Any]] = []
     ambiguous: list[dict[str, Any]] = []
-    for ref in an.reads:
+    for ref in [r for r in an_refs if r.role == "read"]:
         if ref.value is None:
             # 'models' + os.sep + name: a read from the folder the known prefix names, if it is one
             folder = ref.as_folder_read(lambda v: index.is_folder(index.locate(v, script_dir)))
@@ -433,7 +448,11 @@ def _judge(
         if unresolved:
             return f"input paths could not be resolved statically ({_describe(unresolved[0])})"
         return "reads no dataset from the repository"
-    writes = [w.to_dict() for w in an.writes if w.value]
+    writes = [
+        w.to_dict() | ({"folder": True} if w.listing else {})
+        for w in an_refs
+        if w.role == "write" and w.value and not (w.listing and _inside_datasets(w.value, datasets, index, script_dir))
+    ]
     if not writes and not captured:
         dynamic = [w for w in an.writes if not w.value]
         if dynamic:  # it does write, to a path built at run time: say so, not "writes no outputs"
@@ -528,7 +547,13 @@ def mine_repository(
         an = analyse(source, file_path=file_path, tree=tree)
         outcome = _judge(rel, kind, source, tree, an, index, cfg, repo_name)
         if outcome == NO_OUTPUTS:
-            captured = capture_figures(source, tree, an.imports, kind)
+            closure = local_closure(index, rel, tree, an.imports)
+            in_helpers = (
+                not isinstance(closure, str)
+                and bool(closure[0])
+                and helpers_draw(index.root, [m.to_dict() for m in closure[0]], tree)
+            )
+            captured = capture_figures(source, tree, an.imports, kind, helpers_draw=in_helpers)
             if captured is not None:  # it plots and only displays: its figures become the outputs
                 cap_tree = ast.parse(captured)
                 an = analyse(captured, file_path=file_path, tree=cap_tree)

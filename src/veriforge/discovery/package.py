@@ -66,11 +66,14 @@ def copy_datasets(repo_root: Path, datasets: list[str], task_dir: Path, exclude:
             shutil.copy2(src, dst)
 
 
-def copy_local_modules(repo_root: Path, modules: list[dict[str, Any]], task_dir: Path) -> None:
+def copy_local_modules(
+    repo_root: Path, modules: list[dict[str, Any]], task_dir: Path, redirected: dict[str, str] | None = None
+) -> None:
     """Vendor the program's repository-local modules into ``task_dir/lib/`` (replacing any old copy).
 
     A file whose content no longer matches the hash recorded at mining time is refused: the task
-    would otherwise ship code that was never analysed.
+    would otherwise ship code that was never analysed. ``redirected``: ``lib/`` destinations whose
+    fixed paths the standalone stage redirected, with their new text (written instead).
     """
     import hashlib
 
@@ -92,11 +95,14 @@ def copy_local_modules(repo_root: Path, modules: list[dict[str, Any]], task_dir:
             if converted is None:
                 raise DiscoveryError(f"{mod['path']}: the Python 2 conversion no longer succeeds")
             raw = converted.encode("utf-8")
+        if redirected and mod["dest"] in redirected:
+            raw = redirected[mod["dest"]].encode("utf-8")
         dst.write_bytes(raw)
 
 
-def lib_record(modules: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """``task.json`` ``veriforge.lib``: where the vendored modules are and where each came from."""
+def lib_record(modules: list[dict[str, Any]], redirected: list[str] | None = None) -> dict[str, Any] | None:
+    """``task.json`` ``veriforge.lib``: where the vendored modules are and where each came from;
+    ``redirected`` files differ from their source by the path rewrite (in ``replacements``)."""
     if not modules:
         return None
     from veriforge.discovery.localmods import LIB_DIR
@@ -105,7 +111,11 @@ def lib_record(modules: list[dict[str, Any]]) -> dict[str, Any] | None:
         "dir": LIB_DIR,
         "pythonpath": True,
         "modules": sorted({m["name"] for m in modules}),
-        "files": [{"dest": m["dest"], "source": m["path"], "sha256": m["sha256"]} for m in modules],
+        "files": [
+            {"dest": m["dest"], "source": m["path"], "sha256": m["sha256"]}
+            | ({"redirected": True} if m["dest"] in (redirected or []) else {})
+            for m in modules
+        ],
     }
 
 

@@ -139,6 +139,7 @@ class PathEvaluator:
         self._scopes = scopes
         self._fn_of: dict[ast.AST, ast.AST | None] = {}
         self._index(tree, None)
+        self._call_index: dict[int, list[ast.Call]] | None = None
 
     def _index(self, node: ast.AST, fn: ast.AST | None) -> None:
         for child in ast.iter_child_nodes(node):
@@ -210,11 +211,58 @@ class PathEvaluator:
                 return self.leading(func.value, d)
             return None
         if isinstance(node, ast.Name):
-            expr = self._single_assignment(node)
+            expr = self.single_assignment(node)
             return self.leading(expr, d) if expr is not None else None
         return None
 
-    def _single_assignment(self, node: ast.Name) -> ast.expr | None:
+    def leading_folder(self, node: ast.AST | None, depth: int = 0) -> PathValue | None:
+        """The statically known *folder* a path built at run time lies in, or None.
+
+        ``os.path.join(OUT, name)``, ``OUT / f"{name}.csv"``, ``OUT + "/" + name`` and
+        ``f"{OUT}/{name}.csv"`` all write inside ``OUT``: the known part ends at a separator. A
+        known part that ends inside a file name (``"results/subj_" + n``) is not returned: no
+        literal could stand for its folder alone.
+        """
+        if node is None or depth > _MAX_DEPTH or self.evaluate(node) is not None:
+            return None
+        d = depth + 1
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            left = self.evaluate(node.left)
+            return left if left is not None else self.leading_folder(node.left, d)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left = self.evaluate(node.left)
+            if left is not None:
+                return left if left.value.endswith("/") else None
+            return self.leading_folder(node.left, d)
+        if isinstance(node, ast.JoinedStr) and len(node.values) > 1:
+            head, nxt = node.values[0], node.values[1]
+            if isinstance(head, ast.FormattedValue) and head.format_spec is None and head.conversion == -1:
+                known = self.evaluate(head.value)
+                if known is not None and isinstance(nxt, ast.Constant) and str(nxt.value).startswith("/"):
+                    return known
+            return None
+        if isinstance(node, ast.Call) and node.args:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if (
+                name == "format"
+                and isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Constant)
+                and str(func.value.value).startswith(("{}/", "{0}/"))
+            ):
+                return self.evaluate(node.args[0])  # "{}/{}".format(FOLDER, name)
+            if name == "join" and len(node.args) > 1:
+                first = self.evaluate(node.args[0])
+                return first if first is not None else self.leading_folder(node.args[0], d)
+            if name in ("Path", "PurePath", "str", "abspath", "realpath", "normpath", "fspath"):
+                return self.leading_folder(node.args[0], d)
+            return None
+        if isinstance(node, ast.Name):
+            expr = self.single_assignment(node)
+            return self.leading_folder(expr, d) if expr is not None else None
+        return None
+
+    def single_assignment(self, node: ast.Name) -> ast.expr | None:
         """The one expression ``node`` can hold here (nearest earlier assignment in its own scope,
         or the only assignment in an enclosing one), else None."""
         fn = self._fn_of.get(node)
@@ -300,11 +348,64 @@ class PathEvaluator:
             if node.id in table:
                 return self._choose(table[node.id], node, depth, same_scope=fn is self._fn_of.get(node))
             if fn is not None and node.id in self._scopes.params.get(fn, {}):
-                default = self._scopes.params[fn][node.id]
-                return self.evaluate(default, depth) if default is not None else None
+                return self._parameter(fn, node.id, depth)
             if fn is None:
                 return None
             fn = self._fn_of.get(fn)
+
+    def _parameter(self, fn: ast.AST, name: str, depth: int) -> PathValue | None:
+        """The value a parameter holds on every call of its function in this module.
+
+        ``def process(folder): os.listdir(folder)`` called once as ``process('data/raw')`` (or
+        always with the same variable) reads ``data/raw``; without calls in the module the default
+        is what runs. Calls that disagree, or pass the same text through different expressions,
+        leave it unknown: a rewrite of one call's literal would leave the others reading the
+        original path.
+        """
+        default = self._scopes.params[fn][name]
+        calls = self._calls_of(fn)
+        if not calls:
+            return self.evaluate(default, depth) if default is not None else None
+        args = fn.args  # type: ignore[attr-defined]
+        positional = [a.arg for a in args.posonlyargs + args.args]
+        index = positional.index(name) if name in positional else None
+        seen: PathValue | None = None
+        for call in calls:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return None
+            arg: ast.AST | None = call.args[index] if index is not None and index < len(call.args) else None
+            for kw in call.keywords:
+                if kw.arg == name:
+                    arg = kw.value
+            pv = self.evaluate(arg if arg is not None else default, depth)
+            if pv is None:
+                return None
+            if seen is None:
+                seen = pv
+            elif pv.value != seen.value or [id(n) for n, _v in pv.chain] != [id(n) for n, _v in seen.chain]:
+                return None
+        return seen
+
+    def _calls_of(self, fn: ast.AST) -> list[ast.Call]:
+        """Calls ``name(...)`` of a plain function defined once in this module (methods and
+        functions defined twice are not followed)."""
+        if self._call_index is None:
+            defs: dict[str, list[ast.AST]] = {}
+            calls: dict[str, list[ast.Call]] = {}
+            methods: set[int] = set()
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    defs.setdefault(node.name, []).append(node)
+                elif isinstance(node, ast.ClassDef):
+                    methods.update(id(b) for b in node.body if isinstance(b, ast.FunctionDef | ast.AsyncFunctionDef))
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                    calls.setdefault(node.func.id, []).append(node)
+            self._call_index = {
+                id(nodes[0]): calls.get(name, [])
+                for name, nodes in defs.items()
+                if len(nodes) == 1 and id(nodes[0]) not in methods
+            }
+        return self._call_index.get(id(fn), [])
 
     def _choose(
         self, defs: list[tuple[int, ast.expr]], use: ast.Name, depth: int, same_scope: bool

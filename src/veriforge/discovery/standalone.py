@@ -21,12 +21,13 @@ import ast
 import itertools
 import json
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from veriforge.discovery.errors import RewriteError
-from veriforge.discovery.iocalls import IORef, analyse
+from veriforge.discovery.iocalls import Analysis, IORef, analyse
 from veriforge.discovery.mine import Candidate, RepoIndex
 
 __all__ = [
@@ -52,11 +53,13 @@ class Standalone:
     replacements: list[dict[str, Any]] = field(default_factory=list)
     method: str = "deterministic"
     warnings: list[str] = field(default_factory=list)
+    # vendored helpers whose fixed paths were redirected: lib/ destination -> new text
+    lib: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             k: getattr(self, k)
-            for k in ("program", "program_name", "datasets", "outputs", "replacements", "method", "warnings")
+            for k in ("program", "program_name", "datasets", "outputs", "replacements", "method", "warnings", "lib")
         }
 
 
@@ -128,6 +131,19 @@ _PATHLIB_CALLS = frozenset(
 )
 
 
+def _use_site(ref: IORef, chosen: dict[int, Any]) -> tuple[ast.AST, str] | None:
+    """The call's own path argument, when no node of its provenance serves one role only:
+    ``path = '../data/'`` both read (``load(path)``) and written into (``path + 'out.csv'``) is
+    left alone, and the argument expression of *this* call becomes the literal. Its value is
+    statically known, so the program reads or writes exactly what it did, redirected. Not when
+    the argument is a node another call's rewrite already replaced."""
+    if ref.node is None or ref.value is None or id(ref.node) in chosen:
+        return None
+    if any(id(n) in chosen for n in ast.walk(ref.node)):
+        return None
+    return ref.node, ref.value
+
+
 def _is_pathlike(node: ast.AST) -> bool:
     """True when ``node`` evaluates to a ``pathlib`` object (so its replacement must be one too)."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
@@ -194,16 +210,42 @@ def _lists_own_output(ref: IORef, written: set[str], index: RepoIndex, script_di
     return any(w == folder or w.startswith(folder.rstrip("/") + "/") for w in written)
 
 
-def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
-    """Rewrite ``candidate`` deterministically (raises :class:`RewriteError` when it cannot)."""
-    index = RepoIndex(Path(repo_root))
-    script_dir = posixpath.dirname(candidate.path)
-    an = analyse(
-        candidate.source, file_path=str(index.root / candidate.path), extra_calls=candidate.helper_io or None
-    )
-    written = {_norm(w.value) for w in an.writes if w.value}
+@dataclass
+class _Redirected:
+    """One module's source with its paths redirected, and what the redirection found."""
+
+    text: str
+    datasets: list[str]
+    outputs: list[str]
+    replacements: list[dict[str, Any]]
+    warnings: list[str]
+    missed: list[IORef]  # fixed-path reads with no repository file behind them (left unchanged)
+
+
+def _redirect(
+    an: Analysis,
+    source: str,
+    index: RepoIndex,
+    script_dir: str,
+    kind: str,
+    *,
+    skip_lines: set[int] | frozenset[int] = frozenset(),
+    declare: Callable[[IORef], bool] = lambda _ref: True,
+) -> _Redirected:
+    """Redirect the reads and writes of one analysed module (the program, or a vendored helper).
+
+    ``script_dir``: the program's folder -- the working directory relative paths mean, for a helper
+    too. ``skip_lines``: calls left alone (a helper's ``__main__`` demo). ``declare``: whether a
+    redirected write is one of the task's outputs (a helper's writes in code the program never runs
+    are redirected but expected of nobody).
+    """
+    refs = [r for r in an.refs if r.line not in skip_lines]
+    reads_in = [r for r in refs if r.role == "read"]
+    written = {_norm(w.value) for w in refs if w.role == "write" and w.value and not w.listing}
+    missed: list[IORef] = []
+    warnings_pre: list[str] = []
     reads: list[tuple[IORef, str]] = []
-    for ref in an.reads:
+    for ref in reads_in:
         if ref.value is None:
             # 'models' + os.sep + name: the known folder part is rewritten, if it is a repository folder
             folder = ref.as_folder_read(lambda v: index.is_folder(index.locate(v, script_dir)))
@@ -212,13 +254,26 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
             ref = folder
         if _norm(ref.value or "") in written or _lists_own_output(ref, written, index, script_dir):
             continue
-        found = index.locate(ref.folder or ref.value, script_dir, prefer_script_dir=candidate.kind == "notebook")
-        if found and not found.endswith((".py", ".ipynb")):
+        found = index.locate(ref.folder or ref.value, script_dir, prefer_script_dir=kind == "notebook")
+        if found is None:
+            missed.append(ref)
+        elif not found.endswith((".py", ".ipynb")):
             reads.append((ref, found))
-    writes = [w for w in an.writes if w.value]
+    writes = [w for w in refs if w.role == "write" and w.value]
+    inputs = [found for _ref, found in reads]
+    for w in [w for w in writes if w.listing]:
+        # files named at run time written among the inputs: no literal can send them elsewhere
+        # without moving the inputs too, so they stay where they are (and are no outputs)
+        loc = index.locate(w.value or "", script_dir)
+        if loc and any(loc == f or loc.startswith(f.rstrip("/") + "/") for f in inputs):
+            writes.remove(w)
+            warnings_pre.append(
+                f"line {w.line} {w.call}: files named at run time go into {w.value!r}, "
+                "which the program also reads; left unchanged"
+            )
     # a listing of a folder the program writes to is redirected with that folder (like a mkdir)
-    mkdirs = [m for m in an.mkdirs if m.value] + [
-        r for r in an.reads if _lists_own_output(r, written, index, script_dir)
+    mkdirs = [m for m in refs if m.role == "mkdir" and m.value] + [
+        r for r in reads_in if _lists_own_output(r, written, index, script_dir)
     ]
     roles: dict[int, set[str]] = {}
     for ref, _ in reads:
@@ -229,7 +284,7 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
             roles.setdefault(id(node), set()).add("write")
 
     chosen: dict[int, tuple[ast.AST, str, str]] = {}  # node id -> (node, old value, new literal)
-    warnings: list[str] = []
+    warnings: list[str] = warnings_pre
 
     def choose(node: ast.AST, old: str, new: str, ref: IORef) -> None:
         if old.endswith(("/", "\\")) and len(old) > 1 and not new.endswith("/"):
@@ -243,7 +298,7 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
 
     datasets: list[str] = []
     for ref, found in reads:
-        point = _point(ref, roles, "read")
+        point = _point(ref, roles, "read") or _use_site(ref, chosen)
         if point is None:
             raise RewriteError(f"line {ref.line} {ref.call}: input path shares its root with an output path")
         node, old = point
@@ -259,7 +314,7 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
         elif found == tail or found.endswith("/" + tail):
             point_rel = found[: len(found) - len(tail)].rstrip("/")
         else:
-            located = index.locate(old, script_dir, prefer_script_dir=candidate.kind == "notebook")
+            located = index.locate(old, script_dir, prefer_script_dir=kind == "notebook")
             if located is None:
                 raise RewriteError(f"line {ref.line} {ref.call}: {old!r} is not a folder of the repository")
             point_rel = located
@@ -270,7 +325,24 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
     outputs: list[str] = []
     new_full: dict[str, str] = {}
     for ref in writes:
-        point = _point(ref, roles, "write", prefer_tail=posixpath.basename(_norm(ref.value or "")))
+        if ref.listing:
+            # files named at run time inside a known folder: the folder becomes pred_results; which
+            # files the task expects is what the gold run writes there
+            point = _point(ref, roles, "write", prefer_tail="")
+            if point is None:
+                warnings.append(
+                    f"line {ref.line} {ref.call}: files named at run time go into {ref.value!r}, "
+                    "which the program also reads; left unchanged"
+                )
+                continue
+            node, old = point
+            tail = _tail(ref.value or "", old)
+            choose(node, old, PRED, ref)
+            new_full[_norm(ref.value or "")] = posixpath.join(PRED, tail) if tail else PRED
+            continue
+        point = _point(ref, roles, "write", prefer_tail=posixpath.basename(_norm(ref.value or ""))) or _use_site(
+            ref, chosen
+        )
         if point is None:
             raise RewriteError(f"line {ref.line} {ref.call}: output path shares its root with an input path")
         node, old = point
@@ -283,7 +355,9 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
         else:
             new, out = PRED, posixpath.join(PRED, tail)
         choose(node, old, new, ref)
-        if out in outputs:
+        if not declare(ref):
+            pass  # redirected, but code the program never runs names no output
+        elif out in outputs:
             warnings.append(f"two writes produce {out}")
         else:
             outputs.append(out)
@@ -309,6 +383,8 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
     # every path above was resolved and rewritten relative to the task folder, so the change of
     # directory becomes os.chdir(".").
     for node in ast.walk(an.tree):
+        if getattr(node, "lineno", 0) in skip_lines:
+            continue
         if (
             isinstance(node, ast.Call)
             and len(node.args) == 1
@@ -328,19 +404,76 @@ def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
                 )
 
     replacements = [(node, new) for node, _old, new in chosen.values()]
-    program = apply_replacements(candidate.source, replacements, _path_ctor(an.tree))
-    header = f"# Standalone version of {candidate.path} (D3-Gym): reads {DATASETS}/, writes {PRED}/.\n"
-    program = header + program
-    result = Standalone(
-        program=program,
-        program_name=program_name_for(candidate),
-        datasets=sorted(datasets),
+    return _Redirected(
+        text=apply_replacements(source, replacements, _path_ctor(an.tree)),
+        datasets=datasets,
         outputs=outputs,
         replacements=sorted(
             ({"line": node.lineno, "old": old, "new": new} for node, old, new in chosen.values()),  # type: ignore[attr-defined]
             key=lambda r: (r["line"], r["old"]),
         ),
+        warnings=warnings,
+        missed=missed,
+    )
+
+
+def make_standalone(candidate: Candidate, repo_root: str | Path) -> Standalone:
+    """Rewrite ``candidate`` deterministically (raises :class:`RewriteError` when it cannot).
+
+    Vendored helpers that read or write fixed paths are redirected the same way; their new text is
+    in :attr:`Standalone.lib` (what ``lib/`` must hold instead of the repository's copy).
+    """
+    index = RepoIndex(Path(repo_root))
+    script_dir = posixpath.dirname(candidate.path)
+    an = analyse(
+        candidate.source, file_path=str(index.root / candidate.path), extra_calls=candidate.helper_io or None
+    )
+    prog = _redirect(an, candidate.source, index, script_dir, candidate.kind)
+    header = f"# Standalone version of {candidate.path} (D3-Gym): reads {DATASETS}/, writes {PRED}/.\n"
+    datasets, outputs, warnings = list(prog.datasets), list(prog.outputs), list(prog.warnings)
+    replacements = list(prog.replacements)
+    lib: dict[str, str] = {}
+    if any(m.get("fixed_io") for m in candidate.local_modules):
+        from veriforge.discovery.helperio import helper_fixed_io
+
+        for helper in helper_fixed_io(index.root, candidate.local_modules, an.tree):
+            reached = {id(r) for r in helper.reached}
+            red = _redirect(
+                helper.analysis,
+                helper.source,
+                index,
+                script_dir,
+                candidate.kind,
+                skip_lines=helper.demo,
+                declare=lambda r, reached=reached: id(r) in reached,  # type: ignore[misc]
+            )
+            where = helper.module["path"]
+            missed = [r for r in red.missed if id(r) in reached]
+            if missed:
+                r = missed[0]
+                raise RewriteError(f"{where} line {r.line} {r.call}({r.value!r}): no such file in the repository")
+            lib[helper.module["dest"]] = red.text
+            datasets += [d for d in red.datasets if d not in datasets]
+            for out in red.outputs:
+                if out in outputs:
+                    warnings.append(f"two writes produce {out} (one in {where})")
+                else:
+                    outputs.append(out)
+            replacements += [{**r, "file": f"lib/{helper.module['dest']}"} for r in red.replacements]
+            warnings += [f"{where}: {w}" for w in red.warnings]
+            warnings += [
+                f"{where}: redirected {r.call}({r.value!r}) on line {r.line}, which the program never calls"
+                for r in helper.unreached
+                if r.role == "write"
+            ]
+    result = Standalone(
+        program=header + prog.text,
+        program_name=program_name_for(candidate),
+        datasets=sorted(datasets),
+        outputs=outputs,
+        replacements=replacements,
         warnings=warnings + list(candidate.warnings),
+        lib=lib,
     )
     problems = check_standalone(result.program)
     if problems:
@@ -362,6 +495,8 @@ def check_standalone(program: str) -> list[str]:
         ):
             problems.append(f"line {ref.line} {ref.call} still reads {ref.value!r}")
     for ref in an.writes:
+        if ref.listing:
+            continue  # files named at run time: redirected when their folder could be (see _redirect)
         if ref.value and not _norm(ref.value).startswith(PRED + "/"):
             problems.append(f"line {ref.line} {ref.call} still writes {ref.value!r}")
     return problems

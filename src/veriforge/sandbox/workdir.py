@@ -50,6 +50,10 @@ def _others_can_reach(path: Path) -> Path | None:
     return None
 
 
+MAX_LEND_ENTRIES = 20_000
+"""Most entries an adopted working folder may hold to be lent (see :meth:`Workdir._check_size`)."""
+
+
 class Workdir:
     """Create (or adopt), fill, lend and clean up the directory a program runs in."""
 
@@ -106,6 +110,7 @@ class Workdir:
                     os.lchown(path, self.uid, self.uid)
                 self.path.chmod(0o700)
                 return
+            self._check_size()
             with _LendJournal(self.path) as journal:
                 journal.recover()
                 for path in self._walk():
@@ -125,6 +130,18 @@ class Workdir:
             journal.holders.pop(self._token, None)
             if not journal.live_holders():
                 journal.restore(self._walk())
+
+    def _check_size(self) -> None:
+        """Refuse, before anything changes owner, to lend a folder of more than
+        :data:`MAX_LEND_ENTRIES` entries: ``cuda run`` started from ``$HOME`` would otherwise hand
+        the whole home tree to the sandbox uid (slowly) for the length of the run."""
+        for n, _path in enumerate(self._walk()):
+            if n >= MAX_LEND_ENTRIES:
+                raise WorkdirError(
+                    f"{self.path} holds more than {MAX_LEND_ENTRIES} files and folders; the program's working "
+                    "folder is lent to the sandbox user, so run it from the folder with its own files "
+                    "(pass data elsewhere with --data)"
+                )
 
     def _walk(self):
         yield self.path

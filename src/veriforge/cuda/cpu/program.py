@@ -176,7 +176,9 @@ def _program_policy(timeout: float, sanitize: bool, exe: Path, inputs: Sequence[
     limits = Limits(timeout_s=timeout, cpu_s=None, memory_mb=None if sanitize else MEMORY_MB,
                     file_size_mb=FILE_SIZE_MB, max_procs=64 + threads + (COOPERATIVE_BLOCKS if cooperative else 0),
                     max_output_bytes=MAX_OUTPUT)
-    return Policy(limits=limits, expose=(str(exe), *inputs))
+    from veriforge.cuda.evaluate.configured import tighten
+
+    return tighten(Policy(limits=limits, expose=(str(exe), *inputs)), gpu=False)  # + the user's sandbox.*
 
 
 def _program_env(sanitize: bool, timeout: float | None = None) -> dict[str, str]:

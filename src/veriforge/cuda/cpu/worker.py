@@ -96,6 +96,9 @@ class KernelServer:
             policy = Policy(limits=Limits(timeout_s=None, cpu_s=None, memory_mb=None, file_size_mb=1024,
                                           max_procs=64 + 2 * threads + 512, max_output_bytes=1 << 20),
                             expose=(str(exe),), max_open_files=1024)
+            from veriforge.cuda.evaluate.configured import tighten
+
+            policy = tighten(policy, gpu=False)  # the user's sandbox.* settings, as upper bounds
             self.proc = spawn(
                 [str(exe), "--cmd-fd", str(cmd_r), "--reply-fd", str(reply_w), "--shm-fd", str(self._shm_fd)],
                 policy=policy,

@@ -140,6 +140,10 @@ def evaluate(task: TaskSpec | Task | str | Path, candidate: Candidate | str | Pa
         options["timeout"] = timeout
     elif _base_timeout() != DEFAULT_BASE_TIMEOUT_S:  # so does a configured sandbox.timeout_s
         options["timeout_base"] = _base_timeout()
+    from veriforge.cuda.evaluate.configured import overrides
+
+    if limits := overrides():  # and configured sandbox.* limits (cpu_s, memory_mb, ...)
+        options["sandbox_limits"] = limits
     baseline_source = None
     if baseline is not None:
         baseline_source = resolve_candidate(baseline, spec.family).source

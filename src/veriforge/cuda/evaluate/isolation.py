@@ -53,12 +53,15 @@ def run_isolated(backend: str, method: str, request: Any, timeout_s: float, *, e
     with :func:`load_result`, which only rebuilds result objects and arrays (a pickle from the
     child could otherwise run code in the harness).
     """
+    from veriforge.cuda.evaluate.configured import as_env, tighten
     from veriforge.sandbox import Limits, Policy
 
     gpu = backend not in ZYGOTE_BACKENDS
     policy = Policy(limits=Limits(timeout_s=timeout_s + (_ZYGOTE_GRACE_S if uses_zygote(backend) else _GRACE_S),
                                   cpu_s=None, memory_mb=None if gpu else 65536, file_size_mb=2048,
                                   max_procs=256, max_output_bytes=1_000_000), max_open_files=4096)
+    policy = tighten(policy, gpu=gpu)  # the user's sandbox.* settings, as upper bounds
+    env = {**(env or {}), **as_env()}  # ... for the processes the child starts, too
     with tempfile.TemporaryDirectory(prefix="vf-iso-logs-") as logs, \
             tempfile.TemporaryDirectory(prefix="vf-iso-") as tmp:
         req_path, res_path = Path(tmp) / "request.pkl", Path(tmp) / "result.pkl"

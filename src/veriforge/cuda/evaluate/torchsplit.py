@@ -53,12 +53,14 @@ _GRACE_S = 30.0
 def candidate_policy(timeout_s: float, *, gpu: bool) -> Any:
     """The sandbox policy for a PyTorch candidate process (torch maps a lot of address space, and
     its kernel server's threads count against the process limit)."""
+    from veriforge.cuda.evaluate.configured import tighten
     from veriforge.sandbox import Limits, Policy
 
     threads = int(os.environ.get("VF_CPU_THREADS") or os.cpu_count() or 1)
-    return Policy(limits=Limits(timeout_s=timeout_s, cpu_s=None, memory_mb=None if gpu else 65536,
-                                file_size_mb=2048, max_procs=128 + 2 * threads, max_output_bytes=1_000_000),
-                  max_open_files=1024)
+    policy = Policy(limits=Limits(timeout_s=timeout_s, cpu_s=None, memory_mb=None if gpu else 65536,
+                                  file_size_mb=2048, max_procs=128 + 2 * threads, max_output_bytes=1_000_000),
+                    max_open_files=1024)
+    return tighten(policy, gpu=gpu)  # the user's sandbox.* settings, as upper bounds
 
 
 # ---- the harness side ----------------------------------------------------------------------------

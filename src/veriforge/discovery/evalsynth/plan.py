@@ -32,6 +32,8 @@ import csv
 import io
 import json
 import re
+import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,9 @@ def plan_output(
         entry = _plan_table(data, TABLE_EXT[ext], program_source)
         if entry is not None:
             return {"path": rel, **entry}
+    if ext == ".xlsx":  # pandas' to_excel: one sheet is a table like any CSV
+        entry = _plan_workbook(gold_path, program_source)
+        return {"path": rel, **entry}
     if ext in JSON_EXT:
         try:
             json.loads(data.decode("utf-8-sig"))
@@ -253,6 +258,23 @@ def _picture_count(data: dict[str, Any]) -> int:
             if sr.get("kind") == "grid" and len(shape) == 3 and shape[-1] in (3, 4):
                 n += 1
     return n
+
+
+def _plan_workbook(gold_path: Path, program_source: str | None) -> dict[str, Any]:
+    """An Excel workbook with one sheet is planned as that sheet's table (read by the runtime's
+    standard-library ``.xlsx`` reader); other workbooks need a model-written comparison."""
+    try:
+        sheets = runtime.xlsx_sheets(gold_path)
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, ET.ParseError) as exc:
+        return {"kind": "unsupported", "reason": f"unreadable .xlsx workbook ({exc.__class__.__name__})"}
+    if len(sheets) != 1:
+        return {"kind": "unsupported", "reason": f".xlsx workbook with {len(sheets)} sheets needs a model"}
+    buf = io.StringIO()
+    csv.writer(buf).writerows(r for r in sheets[0][1] if any(c.strip() for c in r))
+    entry = _plan_table(buf.getvalue().encode("utf-8"), ",", program_source)
+    if entry is None:
+        return {"kind": "unsupported", "reason": "the workbook's sheet is not a table (ragged or duplicate columns)"}
+    return {**entry, "reason": f"Excel workbook, sheet {sheets[0][0]!r} as a table: {entry['reason']}"}
 
 
 def _plan_table(data: bytes, sep: str, program_source: str | None) -> dict[str, Any] | None:

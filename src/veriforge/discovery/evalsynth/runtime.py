@@ -55,8 +55,76 @@ def read_text(path):
     return data.decode("utf-8-sig", errors="replace")
 
 
+_XLSX_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+_XLSX_REL = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+
+
+def _xlsx_column(ref):
+    """0-based column of a cell reference (``"C7"`` -> 2)."""
+    n = 0
+    for ch in ref:
+        if not ch.isalpha():
+            break
+        n = n * 26 + (ord(ch.upper()) - 64)
+    return n - 1
+
+
+def xlsx_sheets(path):
+    """``[(sheet name, rows of cell strings)]`` of an Excel ``.xlsx`` workbook, read with the
+    standard library (an ``.xlsx`` is a zip of XML parts), so an evaluator needs no openpyxl.
+    Numbers keep the text Excel stored (what ``to_excel`` wrote); formulas give their cached value."""
+    import xml.etree.ElementTree as ET
+    import zipfile
+
+    with zipfile.ZipFile(path) as zf:
+        names = set(zf.namelist())
+        shared = []
+        if "xl/sharedStrings.xml" in names:
+            for si in ET.fromstring(zf.read("xl/sharedStrings.xml")).iter(_XLSX_NS + "si"):
+                shared.append("".join(t.text or "" for t in si.iter(_XLSX_NS + "t")))
+        rels = {}
+        if "xl/_rels/workbook.xml.rels" in names:
+            for rel in ET.fromstring(zf.read("xl/_rels/workbook.xml.rels")):
+                target = rel.get("Target", "").lstrip("/")
+                rels[rel.get("Id")] = target[3:] if target.startswith("xl/") else target
+        out = []
+        for i, sheet in enumerate(ET.fromstring(zf.read("xl/workbook.xml")).iter(_XLSX_NS + "sheet")):
+            target = "xl/" + rels.get(sheet.get(_XLSX_REL), f"worksheets/sheet{i + 1}.xml")
+            rows = []
+            for row in ET.fromstring(zf.read(target)).iter(_XLSX_NS + "row"):
+                cells = {}
+                for c in row.iter(_XLSX_NS + "c"):
+                    kind, v = c.get("t"), c.find(_XLSX_NS + "v")
+                    if kind == "inlineStr":
+                        text = "".join(t.text or "" for t in c.iter(_XLSX_NS + "t"))
+                    elif v is None or v.text is None:
+                        text = ""
+                    elif kind == "s":
+                        text = shared[int(v.text)]
+                    elif kind == "b":
+                        text = "True" if v.text == "1" else "False"
+                    else:
+                        text = v.text
+                    cells[_xlsx_column(c.get("r", "")) if c.get("r") else len(cells)] = text
+                if cells:
+                    rows.append([cells.get(j, "") for j in range(max(cells) + 1)])
+            out.append((sheet.get("name", f"Sheet{i + 1}"), rows))
+    return out
+
+
 def read_table(path, sep=None):
-    """``(header, rows)`` of a CSV/TSV file; the delimiter comes from the gold plan."""
+    """``(header, rows)`` of a CSV/TSV file (the delimiter comes from the gold plan), or of the
+    only sheet of an ``.xlsx`` workbook."""
+    if str(path).lower().endswith(".xlsx"):
+        sheets = xlsx_sheets(path)
+        if len(sheets) != 1:
+            raise ValueError(f"workbook has {len(sheets)} sheets, expected 1")
+        rows = [r for r in sheets[0][1] if any(c.strip() for c in r)]
+        if not rows:
+            raise ValueError("no rows")
+        width = max(len(r) for r in rows)
+        rows = [r + [""] * (width - len(r)) for r in rows]
+        return [h.strip() for h in rows[0]], rows[1:]
     text = read_text(path)
     if not text.strip():
         raise ValueError("file is empty")
