@@ -2,10 +2,11 @@
 
 Every test gets its own VERIFORGE_HOME so run stores, settings and caches never leak between tests
 or into the user's own cache. The exception is the content-addressed *build* caches (the CPU
-runtime and the programs it compiles, compiled C references and their outputs): their entries are
-keyed by a hash of everything that goes into them, so sharing one folder per session is safe, and
-rebuilding the runtime in every test would dominate the suite's time. Tests of the caching itself
-point VERIFORGE_HOME (or the cache argument) somewhere fresh.
+runtime and the programs it compiles, compiled C references and their outputs, nvcc's cubins and
+resource reports): their entries are keyed by a hash of everything that goes into them, so sharing
+one folder per session is safe, and rebuilding the runtime (or re-running ptxas on the same bundled
+implementation) in every test would dominate the suite's time. Tests of the caching itself point
+VERIFORGE_HOME (or the cache argument) somewhere fresh.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import subprocess
 
 import pytest
 
-#: build caches shared by the whole session (content-addressed, safe to share)
-SHARED_BUILD_CACHES = ("cpu-runtime", "c-ref", "c-ref-out")
+#: build caches shared by the whole session (content-addressed, safe to share). ``nvcc``: the key
+#: covers the source, the user headers it includes, flags, defines, arch, output kind, file name and
+#: nvcc's version (veriforge.cuda.toolchain.compiler.compile).
+SHARED_BUILD_CACHES = ("cpu-runtime", "c-ref", "c-ref-out", "nvcc")
 
 
 @pytest.fixture(scope="session")
