@@ -11,9 +11,11 @@ VERIFORGE_HOME (or the cache argument) somewhere fresh.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -90,7 +92,19 @@ def _has_gpu() -> bool:
         return False
 
 
+def _suite_order():
+    """tests/suite_order.py (the tests folder is not a package under --import-mode=importlib)."""
+    spec = importlib.util.spec_from_file_location("veriforge_suite_order", Path(__file__).with_name("suite_order.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def pytest_collection_modifyitems(config, items):
+    # Slowest files first (tests/suite_order.py): with --dist loadfile --no-loadscope-reorder the
+    # long single-test files no longer run last on one worker while the other idles.
+    order = _suite_order()
+    items[:] = order.slowest_files_first(items, lambda item: item.nodeid, order.load_durations())
     gpu = _has_gpu()
     nvcc = shutil.which("nvcc") is not None
     for item in items:
