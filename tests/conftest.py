@@ -2,22 +2,27 @@
 
 Every test gets its own VERIFORGE_HOME so run stores, settings and caches never leak between tests
 or into the user's own cache. The exception is the content-addressed *build* caches (the CPU
-runtime and the programs it compiles, compiled C references and their outputs): their entries are
-keyed by a hash of everything that goes into them, so sharing one folder per session is safe, and
-rebuilding the runtime in every test would dominate the suite's time. Tests of the caching itself
-point VERIFORGE_HOME (or the cache argument) somewhere fresh.
+runtime and the programs it compiles, compiled C references and their outputs, nvcc's cubins and
+resource reports): their entries are keyed by a hash of everything that goes into them, so sharing
+one folder per session is safe, and rebuilding the runtime (or re-running ptxas on the same bundled
+implementation) in every test would dominate the suite's time. Tests of the caching itself point
+VERIFORGE_HOME (or the cache argument) somewhere fresh.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
-#: build caches shared by the whole session (content-addressed, safe to share)
-SHARED_BUILD_CACHES = ("cpu-runtime", "c-ref", "c-ref-out")
+#: build caches shared by the whole session (content-addressed, safe to share). ``nvcc``: the key
+#: covers the source, the user headers it includes, flags, defines, arch, output kind, file name and
+#: nvcc's version (veriforge.cuda.toolchain.compiler.compile).
+SHARED_BUILD_CACHES = ("cpu-runtime", "c-ref", "c-ref-out", "nvcc")
 
 
 @pytest.fixture(scope="session")
@@ -87,7 +92,19 @@ def _has_gpu() -> bool:
         return False
 
 
+def _suite_order():
+    """tests/suite_order.py (the tests folder is not a package under --import-mode=importlib)."""
+    spec = importlib.util.spec_from_file_location("veriforge_suite_order", Path(__file__).with_name("suite_order.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def pytest_collection_modifyitems(config, items):
+    # Slowest files first (tests/suite_order.py): with --dist loadfile --no-loadscope-reorder the
+    # long single-test files no longer run last on one worker while the other idles.
+    order = _suite_order()
+    items[:] = order.slowest_files_first(items, lambda item: item.nodeid, order.load_durations())
     gpu = _has_gpu()
     nvcc = shutil.which("nvcc") is not None
     for item in items:

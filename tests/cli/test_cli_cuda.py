@@ -140,18 +140,13 @@ int main(int argc, char** argv) {
 """
 
 
-@pytest.fixture(scope="module")
-def _runtime_home(tmp_path_factory):
-    return tmp_path_factory.mktemp("cpu-runtime-home")
-
-
 @pytest.fixture
-def cpu_runtime(_runtime_home, monkeypatch):
-    """The real CPU runtime, with one VERIFORGE_HOME for this module so it is built once (~10 s)."""
+def cpu_runtime():
+    """The real CPU runtime. The test's own VERIFORGE_HOME links the session's content-addressed
+    runtime cache (root conftest), so the runtime is built once per run, not once more here."""
     cpu = pytest.importorskip("veriforge.cuda.cpu", reason="the CPU CUDA runtime is not built yet")
     if not hasattr(cpu, "run_program"):
         pytest.skip("veriforge.cuda.cpu has no run_program yet")
-    monkeypatch.setenv("VERIFORGE_HOME", str(_runtime_home))
     return cpu
 
 

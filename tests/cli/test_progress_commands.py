@@ -20,6 +20,10 @@ def test_tasks_validate_prints_a_line_per_task_and_a_heartbeat(tmp_path, capsys,
     monkeypatch.setenv("VERIFORGE_HEARTBEAT_S", "1")
     for name in ("vector_add", "relu_inplace"):
         shutil.copytree(_bundled(name), tmp_path / name)
+        # fresh text, so every implementation is compiled here (seconds) whatever earlier tests of
+        # the run left in the shared build cache: cache hits made a task take ~1 s, with no heartbeat
+        for impl in (tmp_path / name / "impls").glob("*.cu"):
+            impl.write_text(impl.read_text() + f"\n// {tmp_path.name}\n")
     code = main(["tasks", "validate", str(tmp_path), "-j", "1"])
     cap = capsys.readouterr()
     assert code == 0, cap.out + cap.err

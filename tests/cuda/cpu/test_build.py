@@ -28,6 +28,24 @@ def test_runtime_and_modules_are_cached_by_content(tmp_path):
         m.close()
 
 
+@pytest.mark.parametrize("sanitize", [False, True], ids=["fast", "asan"])
+def test_every_variant_compiles_kernels_against_its_precompiled_header(sanitize, tmp_path):
+    """g++ silently re-parses vf_cuda.h when the .gch is missing or was built with other flags
+    (~1.8 s more CPU per sanitized compile): every variant must ship one that the exact command of
+    build_executable (its flags, -include vf_cuda.h) accepts."""
+    import subprocess
+
+    rt = build.runtime(sanitize=sanitize)
+    assert (rt.root / "vf_cuda.h.gch").is_file()
+    (tmp_path / "k.cpp").write_text(SIMPLE)
+    # -H lists the headers used; a valid PCH is marked "!", an invalid one "x" (-Winvalid-pch says why)
+    res = subprocess.run([rt.compiler.path, *rt.flags, "-Winvalid-pch", "-H", "-fsyntax-only", "-x", "c++",
+                          "-include", str(rt.root / "vf_cuda.h"), "k.cpp"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert f"! {rt.root / 'vf_cuda.h.gch'}" in res.stderr.splitlines(), res.stderr[-2000:]
+
+
 def test_cuda_header_discovery_and_fallback_switch(monkeypatch):
     found = build.find_cuda_include()
     if found is not None:
