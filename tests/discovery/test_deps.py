@@ -43,3 +43,16 @@ def test_pyproject_and_environment_yml(tmp_path):
     found, sources = read_repo_requirements(tmp_path)
     assert found == {"xarray": ">=2023.1", "netcdf4": "", "numpy": "==1.26", "seaborn": "==0.13.2"}
     assert sources == ["pyproject.toml", "environment.yml"]
+
+
+def test_format_packages_for_calls_in_vendored_helpers(tmp_path):
+    """A helper caching frames with to_hdf needs `tables` though the program never calls it."""
+    from veriforge.discovery.deps import format_calls, resolve_requirements
+
+    (tmp_path / "utils.py").write_text("def cache(df, n):\n    df.to_hdf(n, key='d')\n"
+                                       "def load(n):\n    return pandas.read_hdf(n, 'd')\n")
+    (tmp_path / "plain.py").write_text("def f(df):\n    return df.to_csv('x.csv')\n")
+    calls = format_calls(tmp_path, [{"path": "utils.py"}, {"path": "plain.py"}, {"path": "gone.py"}])
+    assert calls == ["read_hdf", "to_hdf"]
+    reqs = resolve_requirements(["pandas"], calls=calls)
+    assert "tables" in reqs.dists

@@ -442,6 +442,9 @@ class _TaskBuilder:
         local = {m for m in self.cand.imports if index.is_local_module(m, script_dir)}
         local |= {m["name"] for m in self.cand.local_modules}
         calls = [r["call"] for r in self.cand.reads + self.cand.writes]
+        from veriforge.discovery.deps import format_calls
+
+        calls += format_calls(self.repo_root, self.cand.local_modules)  # to_hdf in a vendored utils.py
         reqs = resolve_requirements(self.cand.imports, self.repo_root, calls=calls, local_modules=local)
         imports = [m for m in self.cand.imports if m not in local and _third_party(m)]
         era = self._era()

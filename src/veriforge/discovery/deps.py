@@ -16,6 +16,7 @@ import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = ["IMPORT_TO_DIST", "Requirements", "canonical", "read_repo_requirements", "resolve_requirements"]
 
@@ -92,6 +93,21 @@ CALL_EXTRAS: dict[str, str] = {
     "to_hdf": "tables",
 }
 """Optional dependencies pandas loads lazily for some file formats."""
+
+
+def format_calls(repo_root: Path, modules: list[dict[str, Any]]) -> list[str]:
+    """The :data:`CALL_EXTRAS` calls (``.to_hdf(``, ``.read_excel(``) in vendored helper modules:
+    pandas loads those format packages only when called, so the program's own calls are not
+    enough (a helper caching frames with ``to_hdf`` needs ``tables``)."""
+    found: list[str] = []
+    for mod in modules:
+        try:
+            text = (Path(repo_root) / mod["path"]).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        found += [name for name in CALL_EXTRAS if f".{name}(" in text and name not in found]
+    return found
+
 
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$")
 
