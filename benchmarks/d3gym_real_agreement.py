@@ -50,18 +50,28 @@ def _floats(cell: str) -> float | None:
         return None
 
 
-def table_variants(data: bytes, sep: str, ordered: bool) -> list[tuple[str, bytes]]:
-    """Harmless rewrites of a delimited table (label: pass)."""
-    try:
-        encoding, text = "utf-8", data.decode("utf-8-sig")
-    except UnicodeDecodeError:  # research tables are often Latin-1 (Excel exports)
-        encoding, text = "latin-1", data.decode("latin-1")
-    rows = list(csv.reader(io.StringIO(text), delimiter=sep))
+def table_variants(data: bytes, sep: str, ordered: bool, xlsx: bool = False) -> list[tuple[str, bytes]]:
+    """Harmless rewrites of a delimited table, or of an Excel sheet as a workbook (label: pass)."""
+    encoding = "utf-8"
+    if xlsx:
+        from veriforge.discovery.evalsynth.runtime import xlsx_sheets
+
+        rows = xlsx_sheets(io.BytesIO(data))[0][1]
+    else:
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:  # research tables are often Latin-1 (Excel exports)
+            encoding, text = "latin-1", data.decode("latin-1")
+        rows = list(csv.reader(io.StringIO(text), delimiter=sep))
     if len(rows) < 2 or len(rows[0]) < 1:
         return []
     header, body = rows[0], [r for r in rows[1:] if r]
 
     def dump(hdr: list[str], rows_: list[list[str]], end: str = "\n") -> bytes:
+        if xlsx:
+            from veriforge.discovery.xlsxwrite import write_xlsx
+
+            return write_xlsx([hdr, *rows_], sheet="renamed")  # another sheet name is harmless too
         buf = io.StringIO()
         csv.writer(buf, delimiter=sep, lineterminator=end).writerows([hdr, *rows_])
         return buf.getvalue().encode(encoding)
@@ -83,7 +93,8 @@ def table_variants(data: bytes, sep: str, ordered: bool) -> list[tuple[str, byte
 
     out.append(("float_noise_1e-9", dump(header, remap(lambda c: repr(float(c) * (1 + 1e-9))))))
     out.append(("reprinted_12_digits", dump(header, remap(lambda c: f"{float(c):.12g}"))))
-    out.append(("crlf", dump(header, body, "\r\n")))
+    if not xlsx:
+        out.append(("crlf", dump(header, body, "\r\n")))
     return [(n, b) for n, b in out if b != data]
 
 
@@ -126,7 +137,8 @@ def cases_for(task_dir: Path) -> tuple[dict, list[tuple[str, str, str, bool, dic
         params = entry.get("params") or {}
         if kind == "table":
             sep = params.get("sep") or TABLE_SEPS.get(Path(rel).suffix) or ","
-            variants = table_variants(gold, sep, params.get("row_order", "unordered") != "unordered")
+            variants = table_variants(gold, sep, params.get("row_order", "unordered") != "unordered",
+                                      xlsx=rel.lower().endswith(".xlsx"))
         elif kind == "json":
             variants = json_variants(gold)
         else:

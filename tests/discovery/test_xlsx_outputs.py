@@ -111,3 +111,32 @@ def test_a_program_writing_excel_builds_into_a_validated_task(tmp_path, build_re
     assert task.status == "built", task.reason
     gold = pd.read_excel(Path(task.task_dir) / "gold_results/summary.xlsx")
     assert gold.to_dict("list") == {"P_Id": [1, 2], "mean_rt": [0.6, 1.0]}
+
+
+def test_validation_controls_of_an_excel_table_are_real_workbooks_the_evaluator_rejects(tmp_path):
+    """CSV text under the .xlsx name would be rejected as unreadable and validate nothing: each
+    control is a workbook, read back as a table, that fails for its own reason."""
+    import io
+
+    from veriforge.discovery.evalcheck import controls_for
+    from veriforge.discovery.xlsxwrite import write_xlsx
+
+    gold_dir, pred = tmp_path / "gold_results", tmp_path / "pred_results"
+    gold_dir.mkdir()
+    GOLD.to_excel(gold_dir / "results.xlsx", index=False)
+    script = synthesize(gold_dir, ["pred_results/results.xlsx"])
+    (entry,) = script.plan["outputs"]
+    controls = dict(controls_for(entry, (gold_dir / "results.xlsx").read_bytes()))
+    assert {"perturbed_value", "columns_renamed", "rows_dropped", "constant_output", "wrong_type"} <= set(controls)
+    perturbed = pd.read_excel(io.BytesIO(controls["perturbed_value"]))  # a workbook openpyxl reads too
+    assert perturbed.shape == GOLD.shape and not perturbed.equals(GOLD)
+    assert len(pd.read_excel(io.BytesIO(controls["rows_dropped"]))) == 2
+    for name in ("perturbed_value", "columns_renamed", "rows_dropped", "constant_output"):
+        pred.mkdir(exist_ok=True)
+        (pred / "results.xlsx").write_bytes(controls[name])
+        ok, msg = _run_eval(script.code, pred, gold_dir, tmp_path)
+        assert not ok and "unreadable" not in msg and "zip" not in msg.lower(), (name, msg)
+    # the writer's own round trip: numbers stay numbers, text is escaped
+    book = write_xlsx([["a", "b"], ["x<&>", "1.5"]])
+    assert xlsx_sheets(io.BytesIO(book)) == [("Sheet1", [["a", "b"], ["x<&>", "1.5"]])]
+    assert pd.read_excel(io.BytesIO(book))["b"].tolist() == [1.5]

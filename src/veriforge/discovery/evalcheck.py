@@ -116,9 +116,17 @@ def _num(cell: str) -> float | None:
         return None
 
 
-def table_controls(data: bytes, sep: str, params: dict[str, Any]) -> list[tuple[str, bytes]]:
-    text = data.decode("utf-8-sig", errors="replace")
-    rows = [r for r in csv.reader(io.StringIO(text), delimiter=sep) if any(c.strip() for c in r)]
+def table_controls(data: bytes, sep: str, params: dict[str, Any], xlsx: bool = False) -> list[tuple[str, bytes]]:
+    """Wrong versions of a table output; ``xlsx``: the gold is an Excel workbook, and so is every
+    control (CSV text under the ``.xlsx`` name would be rejected as unreadable, testing nothing)."""
+    if xlsx:
+        from veriforge.discovery.evalsynth.runtime import xlsx_sheets
+        from veriforge.discovery.xlsxwrite import write_xlsx
+
+        rows = [r for r in xlsx_sheets(io.BytesIO(data))[0][1] if any(c.strip() for c in r)]
+    else:
+        text = data.decode("utf-8-sig", errors="replace")
+        rows = [r for r in csv.reader(io.StringIO(text), delimiter=sep) if any(c.strip() for c in r)]
     if not rows:
         return []
     header, body = rows[0], rows[1:]
@@ -131,6 +139,8 @@ def table_controls(data: bytes, sep: str, params: dict[str, Any]) -> list[tuple[
     keys = set(params.get("key_columns", []))
 
     def dump(h: list[str], b: list[list[str]]) -> bytes:
+        if xlsx:
+            return write_xlsx([h, *b])
         buf = io.StringIO()
         w = csv.writer(buf, delimiter=sep, lineterminator="\n")
         w.writerow(h)
@@ -619,7 +629,10 @@ def controls_for(entry: dict[str, Any], gold: bytes) -> list[tuple[str, bytes]]:
     kind, params = entry.get("kind"), entry.get("params", {}) or {}
     builders: dict[str, Callable[[], list[tuple[str, bytes]]]] = {
         "table": lambda: table_controls(
-            gold, params.get("sep", TABLE_EXT.get(Path(entry["path"]).suffix, ",")), params
+            gold,
+            params.get("sep", TABLE_EXT.get(Path(entry["path"]).suffix, ",")),
+            params,
+            xlsx=entry["path"].lower().endswith(".xlsx"),
         ),
         "json": lambda: json_controls(gold),
         "array": lambda: array_controls(gold),
