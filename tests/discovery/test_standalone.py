@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from veriforge.discovery.errors import RewriteError
 from veriforge.discovery.mine import Candidate, mine_repository
 from veriforge.discovery.standalone import check_standalone, make_standalone
 
@@ -94,7 +93,9 @@ def test_file_relative_paths_with_shared_root(repo):
     assert (work / "pred_results" / "table.csv").read_text().splitlines()[1] == "0,1,2"
 
 
-def test_shared_literal_is_refused(repo):
+def test_shared_literal_is_redirected_at_each_call(repo):
+    """One literal both read and extended into an output name: no literal serves both roles, so each
+    call's own argument is rewritten (it used to be refused: 'shares its root')."""
     cand = _candidate(
         repo,
         "same.py",
@@ -105,8 +106,11 @@ def test_shared_literal_is_refused(repo):
         df.to_csv(P + ".clean.csv")
     """,
     )
-    with pytest.raises(RewriteError, match="shares its root"):
-        make_standalone(cand, repo)
+    sa = make_standalone(cand, repo)
+    assert 'P = "data/obs.csv"' in sa.program
+    assert 'pd.read_csv("datasets/data/obs.csv")' in sa.program
+    assert 'df.to_csv("pred_results/obs.csv.clean.csv")' in sa.program
+    assert sa.outputs == ["pred_results/obs.csv.clean.csv"]
 
 
 def test_check_standalone_reports_leftovers():
