@@ -61,6 +61,13 @@ PROGRAM = """
 """
 
 
+def _files(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
 def _repo(root: Path, aux: str = AUX) -> Path:
     files = {
         "data/trials/names.dat": "S001\nS002\n",
@@ -70,10 +77,7 @@ def _repo(root: Path, aux: str = AUX) -> Path:
         "analysis/aux_lib.py": textwrap.dedent(aux),
         "analysis/run.py": textwrap.dedent(PROGRAM),
     }
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
+    return _files(root, files)
 
 
 def test_parameters_that_name_a_file_or_a_folder_read_inside_are_found_through_calls():
@@ -175,15 +179,13 @@ def test_files_named_at_run_time_in_a_helpers_output_folder_are_the_outputs(tmp_
     """A helper that writes inside the folder it is given (file names from the inputs): the
     program's folder becomes pred_results/ and the gold run says which files the task expects."""
     repo = tmp_path / "repo"
-    for rel, text in {
+    _files(repo, {
         "exp/sessions/s01.csv": "trial,rt\n1,0.5\n2,\n3,0.7\n",
         "exp/sessions/s02.csv": "trial,rt\n1,\n2,0.9\n",
         "exp/cleaned/s01_cleaned.csv": "trial,rt\n1,0.5\n3,0.7\n",  # the author's committed results
         "exp/cleaning.py": textwrap.dedent(CLEANER),
         "exp/clean_all.py": textwrap.dedent(CLEAN_ALL),
-    }.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
+    })
     (cand,) = [c for c in mine_repository(repo).candidates if c.path == "exp/clean_all.py"]
     assert cand.helper_io == {"clean_csv": [[0, "input_filepath", "read"], [1, "output_dir", "write", "folder"]]}
     assert cand.datasets == ["exp/sessions"]
@@ -262,16 +264,14 @@ def test_constructor_and_format_spellings_and_figures_a_helper_saves(tmp_path, b
     a config under the folder it is given (its parameter default is the author's, not a fixed
     path), and a display helper saving figures into a folder of its own."""
     repo = tmp_path / "repo"
-    for rel, text in {
+    _files(repo, {
         "Expe/expe_data/config.xml": '<e><subject id="1"/><subject id="2"/></e>\n',
         "Expe/expe_data/S01.csv": "trial,rt\n1,0.5\n2,0.7\n",
         "Expe/expe_data/S02.csv": "trial,rt\n1,0.9\n2,1.3\n",
         "Expe/processing.py": textwrap.dedent(PROCESSING),
         "Expe/display.py": textwrap.dedent(DISPLAY),
         "Expe/main.py": textwrap.dedent(MAIN),
-    }.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
+    })
     specs = _path_params(textwrap.dedent(PROCESSING), ast.parse(textwrap.dedent(PROCESSING)))
     assert specs == {
         "Experiment": [[0, "path_to_data", "read", "folder"]],  # self is not the caller's argument
@@ -296,15 +296,13 @@ def test_constructor_and_format_spellings_and_figures_a_helper_saves(tmp_path, b
 def test_a_program_whose_helpers_draw_is_captured_though_it_draws_nothing_itself(tmp_path):
     display = DISPLAY.replace('        save_in_figures(fig, "means_{}.pdf".format(len(means)))\n', "")
     repo = tmp_path / "repo"
-    for rel, text in {
+    _files(repo, {
         "Expe/expe_data/config.xml": '<e><subject id="1"/></e>\n',
         "Expe/expe_data/S01.csv": "trial,rt\n1,0.5\n",
         "Expe/processing.py": textwrap.dedent(PROCESSING),
         "Expe/display.py": textwrap.dedent(display),
         "Expe/main.py": textwrap.dedent(MAIN),
-    }.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
+    })
     (cand,) = [c for c in mine_repository(repo).candidates if c.path == "Expe/main.py"]
     assert any("figures it only displays" in c for c in cand.source_changes)
     # without the helper drawing, a program that only calls plt.show() is no figure program

@@ -514,13 +514,7 @@ def test_files_named_at_run_time_in_known_folders_are_outputs_found_by_running(t
     sa = make_standalone(cand, repo)
     assert 'OUT = "pred_results"' in sa.program and 'FIGS = Path("pred_results")' in sa.program
     assert any("files named at run time go into" in w for w in sa.warnings)  # the .bak into the inputs
-    work = tmp_path / "task"
-    (work / "datasets/data/sessions").mkdir(parents=True)
-    (work / "datasets/data/sessions/s1.csv").write_text("a,b\n1,2\n3,4\n")
-    (work / "pred_results").mkdir()
-    (work / sa.program_name).write_text(sa.program)
-    proc = subprocess.run([sys.executable, sa.program_name], cwd=work, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    work = _run_in_task(tmp_path / "task", sa, {"data/sessions/s1.csv": "a,b\n1,2\n3,4\n"})
     assert sorted(p.name for p in (work / "pred_results").iterdir()) == [
         "s1_first.csv", "s1_last.csv", "s1_sum.csv", "s1_summary.csv"
     ]
@@ -551,11 +545,17 @@ def test_a_folder_both_read_and_written_is_redirected_at_each_call(tmp_path):
     sa = make_standalone(cands["scripts/sums.py"], repo)
     assert "path = '../data/'" in sa.program  # left as the author wrote it
     assert 'pd.read_csv("datasets/data/obs.csv")' in sa.program and 'to_csv("pred_results/sums.csv"' in sa.program
-    work = tmp_path / "task"
-    (work / "datasets/data").mkdir(parents=True)
-    (work / "datasets/data/obs.csv").write_text("group,value\na,1.0\nb,2.0\na,0.5\n")
+    work = _run_in_task(tmp_path / "task", sa, {"data/obs.csv": "group,value\na,1.0\nb,2.0\na,0.5\n"})
+    assert (work / "pred_results/sums.csv").read_text().splitlines() == ["group,value", "a,1.5", "b,2.0"]
+
+
+def _run_in_task(work: Path, sa, datasets: dict[str, str]) -> Path:
+    """Run a standalone program in a task-like folder (``datasets/<rel>``, empty ``pred_results``)."""
+    for rel, text in datasets.items():
+        (work / "datasets" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / "datasets" / rel).write_text(text)
     (work / "pred_results").mkdir()
     (work / sa.program_name).write_text(sa.program)
     proc = subprocess.run([sys.executable, sa.program_name], cwd=work, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert (work / "pred_results/sums.csv").read_text().splitlines() == ["group,value", "a,1.5", "b,2.0"]
+    return work
