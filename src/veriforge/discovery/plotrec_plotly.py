@@ -213,6 +213,14 @@ def _title(obj):
     return "" if t is None else str(t)
 
 
+def _errorbars(label, positions, values, err, horizontal):
+    """An errorbar series: one segment per point from ``value - minus`` to ``value + plus`` at its
+    position (along x for a horizontal bar or an ``error_x``, along y otherwise)."""
+    segs = [[v - m, c, v + pl, c] if horizontal else [c, v - m, c, v + pl]
+            for c, v, (m, pl) in zip(positions, values, err)]  # noqa: B905
+    return {"kind": "errorbar", "label": label, "segments": [_jsonable(sg) for sg in segs]}
+
+
 def _errors(spec, values):
     """``[(minus, plus)]`` per point for an ``error_x``/``error_y`` dict, or ``None`` when absent."""
     if not isinstance(spec, dict) or spec.get("visible") is False:
@@ -335,9 +343,7 @@ def _series_for(trace, xa, ya):
                    "bars": [_jsonable(b) for b in bars]}]
         err = _errors(trace.get("error_x" if horizontal else "error_y"), heights)
         if err:
-            segs = [[h - m, c, h + pl, c] if horizontal else [c, h - m, c, h + pl]
-                    for c, h, (m, pl) in zip(centres, heights, err)]  # noqa: B905
-            series.append({"kind": "errorbar", "label": label, "segments": [_jsonable(s) for s in segs]})
+            series.append(_errorbars(label, centres, heights, err, horizontal))
         return series
     if t in _SAMPLE_TYPES:
         return _sample_series(trace, t, label, xa, ya)
@@ -385,9 +391,7 @@ def _series_for(trace, xa, ya):
         for field, horiz in (("error_y", False), ("error_x", True)):
             err = _errors(trace.get(field), xs if horiz else ys)
             if err:
-                segs = [[x - m, y, x + p, y] if horiz else [x, y - m, x, y + p]
-                        for x, y, (m, p) in zip(xs, ys, err)]  # noqa: B905
-                series.append({"kind": "errorbar", "label": label, "segments": [_jsonable(sg) for sg in segs]})
+                series.append(_errorbars(label, ys if horiz else xs, xs if horiz else ys, err, horiz))
         return series
     if t in _NO_DATA_TYPES:
         return []
