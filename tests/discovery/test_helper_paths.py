@@ -309,3 +309,27 @@ def test_a_program_whose_helpers_draw_is_captured_though_it_draws_nothing_itself
     (repo / "Expe/display.py").write_text("def plot_means(expe):\n    return None\n")
     res = mine_repository(repo)
     assert {s.path: s.reason for s in res.skipped}["Expe/main.py"].startswith("writes no outputs")
+
+
+def test_percent_templates_package_reexports_and_one_parse_per_helper_version(tmp_path):
+    from veriforge.discovery.helperio import parsed_helper
+    from veriforge.discovery.localmods import helper_io_calls
+    from veriforge.discovery.mine import RepoIndex
+
+    pct = "import pandas as pd\ndef load(folder):\n    return pd.read_csv('%s/obs.csv' % folder)\n"
+    assert _path_params(pct, ast.parse(pct)) == {"load": [[0, "folder", "read", "folder"]]}
+    # `from pkg import clean` where pkg/__init__.py re-exports it from a submodule
+    _files(tmp_path, {
+        "pkg/__init__.py": "from .processing import clean\n",
+        "pkg/processing.py": "import pandas as pd\ndef clean(src, out):\n    pd.read_csv(src).to_csv(out + '/x.csv')\n",
+    })
+    mods = [{"name": "pkg", "path": "pkg/__init__.py", "dest": "pkg/__init__.py"},
+            {"name": "pkg", "path": "pkg/processing.py", "dest": "pkg/processing.py"}]
+    program = ast.parse("from pkg import clean\nclean('data/a.csv', 'results')\n")
+    assert helper_io_calls(RepoIndex(tmp_path), mods, program) == {
+        "clean": [[0, "src", "read"], [1, "out", "write", "folder"]]
+    }
+    first = parsed_helper(tmp_path, mods[1])
+    assert parsed_helper(tmp_path, mods[1]) is first  # parsed once ...
+    (tmp_path / "pkg/processing.py").write_text("def clean(src, out):\n    return None\n")
+    assert parsed_helper(tmp_path, mods[1])[0].startswith("def clean")  # ... until the file changes

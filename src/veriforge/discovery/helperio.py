@@ -18,13 +18,22 @@ Code under a helper's own ``if __name__ == "__main__":`` never runs on import an
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from veriforge.discovery.iocalls import Analysis, IORef, analyse, from_default, is_main_guard
 
-__all__ = ["HelperIO", "demo_lines", "helper_fixed_io", "helpers_draw", "reached_functions", "vendored_source"]
+__all__ = [
+    "HelperIO",
+    "demo_lines",
+    "helper_fixed_io",
+    "helpers_draw",
+    "parsed_helper",
+    "reached_functions",
+    "vendored_source",
+]
 
 
 @dataclass
@@ -47,6 +56,21 @@ def vendored_source(root: Path, module: dict[str, Any]) -> str:
 
         source = python2_to_3(source) or source
     return source
+
+
+def parsed_helper(root: Path, module: dict[str, Any]) -> tuple[str, ast.Module]:
+    """``(vendored source, its AST)`` of a helper, parsed once per file version: the miner asks
+    for the same helpers for every program that imports them (I/O parameters, fixed paths,
+    drawing), and the standalone stage asks again. Raises OSError/UnicodeDecodeError/SyntaxError."""
+    path = Path(root) / module["path"]
+    st = path.stat()
+    return _parsed(str(root), module["path"], bool(module.get("python2")), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed(root: str, rel: str, python2: bool, _mtime_ns: int, _size: int) -> tuple[str, ast.Module]:
+    source = vendored_source(Path(root), {"path": rel, "python2": python2})
+    return source, ast.parse(source)
 
 
 def demo_lines(tree: ast.Module) -> set[int]:
@@ -134,8 +158,7 @@ def helper_fixed_io(root: Path, modules: list[dict[str, Any]], program: ast.Modu
     parsed: list[tuple[dict[str, Any], str, ast.Module]] = []
     for mod in modules:
         try:
-            source = vendored_source(root, mod)
-            parsed.append((mod, source, ast.parse(source)))
+            parsed.append((mod, *parsed_helper(root, mod)))
         except (OSError, UnicodeDecodeError, SyntaxError):
             continue  # the closure refused such modules already; nothing to redirect here
     reached = reached_functions(program, [tree for _m, _s, tree in parsed])
@@ -162,7 +185,7 @@ def helpers_draw(root: Path, modules: list[dict[str, Any]], program: ast.Module)
     trees = []
     for mod in modules:
         try:
-            trees.append(ast.parse(vendored_source(root, mod)))
+            trees.append(parsed_helper(root, mod)[1])
         except (OSError, UnicodeDecodeError, SyntaxError):
             continue
     reached = reached_functions(program, trees)

@@ -394,7 +394,7 @@ def helper_io_calls(index: RepoIndex, modules: list[dict[str, Any]], tree: ast.M
     Without this, ``df = load_trial("data/x.csv")`` would be a program that "reads no dataset",
     and its path would never be redirected to ``datasets/``.
     """
-    from veriforge.discovery.helperio import vendored_source
+    from veriforge.discovery.helperio import parsed_helper
 
     by_module: dict[str, dict[str, list[Any]]] = {}
     reexports: list[tuple[str, str, str, str]] = []  # (module, local name, source module, name)
@@ -403,8 +403,7 @@ def helper_io_calls(index: RepoIndex, modules: list[dict[str, Any]], tree: ast.M
             continue
         dotted = _module_dotted(mod["dest"])
         try:
-            source = vendored_source(index.root, mod)
-            mod_tree = ast.parse(source)
+            source, mod_tree = parsed_helper(index.root, mod)
         except (OSError, UnicodeDecodeError, SyntaxError):
             continue
         by_module[dotted] = _path_params(source, mod_tree)
