@@ -460,12 +460,15 @@ def test_paths_handed_to_the_programs_own_functions_are_followed_to_their_calls(
     _write(repo, "scripts/two_literals.py", "import pandas as pd\ndef fetch(p):\n    return pd.read_csv(p)\n"
            "a = fetch('../data/sessions/s1.csv')\nb = fetch('../data/sessions/s1.csv')\n"
            "pd.concat([a, b]).to_csv('out.csv')\n")
+    # called once with a literal, but also handed to map(): the other calls are not seen
+    _write(repo, "scripts/mapped.py", "import pandas as pd\ndef fetch(p):\n    return pd.read_csv(p)\n"
+           "a = fetch('../data/sessions/s1.csv')\nrest = list(map(fetch, []))\na.to_csv('out.csv')\n")
     cands, skipped = _mine(repo)
     assert "scripts/summarise.py" in cands, skipped
     cand = cands["scripts/summarise.py"]
     assert cand.datasets == ["data/sessions"]
     assert [w["value"] for w in cand.writes] == ["results/summary.csv"]
-    for name in ("two_calls", "two_literals"):
+    for name in ("two_calls", "two_literals", "mapped"):
         assert skipped[f"scripts/{name}.py"].startswith("input paths could not be resolved statically")
     sa = make_standalone(cand, repo)
     assert 'directory_path = "datasets/data/sessions"' in sa.program  # the caller's literal is rewritten

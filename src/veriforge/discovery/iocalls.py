@@ -477,8 +477,8 @@ def analyse(
                     # known folder -- the folder is the output, its files are found by the gold run
                     folder = ev.leading_folder(ref.node)
                     if folder is not None and folder.value.strip("./"):
-                        ref = IORef("write", ref.call, ref.line, folder.value.rstrip("/") or "/", ref.node,
-                                    folder, listing=True)
+                        ref = IORef("write", ref.call, ref.line, folder.value.rstrip("/"), ref.node, folder,
+                                    listing=True)
                 refs.append(ref)
     refs.sort(key=lambda r: (r.line, r.role))
     imports, relative = top_level_imports(tree)

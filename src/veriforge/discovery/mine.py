@@ -354,11 +354,11 @@ def _describe(ref: IORef) -> str:
     return f"line {ref.line} {ref.call}({ref.value!r})" if ref.value else f"line {ref.line} {ref.call}(...)"
 
 
-def _inside_datasets(folder: str, datasets: list[str], index: RepoIndex, script_dir: str) -> bool:
+def inside_inputs(folder: str, inputs: list[str], index: RepoIndex, script_dir: str) -> bool:
     """Whether a folder the program writes run-time-named files into is (inside) one it reads:
     those writes cannot be redirected apart from the inputs, so they are no outputs."""
     found = index.locate(folder, script_dir)
-    return found is not None and any(found == d or found.startswith(d.rstrip("/") + "/") for d in datasets)
+    return found is not None and any(found == d or found.startswith(d.rstrip("/") + "/") for d in inputs)
 
 
 def _judge(
@@ -451,7 +451,7 @@ def _judge(
     writes = [
         w.to_dict() | ({"folder": True} if w.listing else {})
         for w in an_refs
-        if w.role == "write" and w.value and not (w.listing and _inside_datasets(w.value, datasets, index, script_dir))
+        if w.role == "write" and w.value and not (w.listing and inside_inputs(w.value, datasets, index, script_dir))
     ]
     if not writes and not captured:
         dynamic = [w for w in an.writes if not w.value]

@@ -139,7 +139,7 @@ class PathEvaluator:
         self._scopes = scopes
         self._fn_of: dict[ast.AST, ast.AST | None] = {}
         self._index(tree, None)
-        self._call_index: dict[int, list[ast.Call]] | None = None
+        self._call_index: dict[int, list[ast.Call] | None] | None = None
 
     def _index(self, node: ast.AST, fn: ast.AST | None) -> None:
         for child in ast.iter_child_nodes(node):
@@ -364,6 +364,8 @@ class PathEvaluator:
         """
         default = self._scopes.params[fn][name]
         calls = self._calls_of(fn)
+        if calls is None:
+            return None  # also passed around as a value (map(f, files)): its calls are not all seen
         if not calls:
             return self.evaluate(default, depth) if default is not None else None
         args = fn.args  # type: ignore[attr-defined]
@@ -386,13 +388,15 @@ class PathEvaluator:
                 return None
         return seen
 
-    def _calls_of(self, fn: ast.AST) -> list[ast.Call]:
+    def _calls_of(self, fn: ast.AST) -> list[ast.Call] | None:
         """Calls ``name(...)`` of a plain function defined once in this module (methods and
-        functions defined twice are not followed)."""
+        functions defined twice are not followed: no calls). None when the function is also used
+        as a value (``map(f, files)``, ``df.apply(f)``) besides direct calls: some calls are unseen."""
         if self._call_index is None:
             defs: dict[str, list[ast.AST]] = {}
             calls: dict[str, list[ast.Call]] = {}
             methods: set[int] = set()
+            names: list[ast.Name] = []
             for node in ast.walk(self.tree):
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                     defs.setdefault(node.name, []).append(node)
@@ -400,8 +404,12 @@ class PathEvaluator:
                     methods.update(id(b) for b in node.body if isinstance(b, ast.FunctionDef | ast.AsyncFunctionDef))
                 elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                     calls.setdefault(node.func.id, []).append(node)
+                elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    names.append(node)
+            called = {id(c.func) for cs in calls.values() for c in cs}
+            escaped = {n.id for n in names if id(n) not in called}
             self._call_index = {
-                id(nodes[0]): calls.get(name, [])
+                id(nodes[0]): None if name in escaped and calls.get(name) else calls.get(name, [])
                 for name, nodes in defs.items()
                 if len(nodes) == 1 and id(nodes[0]) not in methods
             }

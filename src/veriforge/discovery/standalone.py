@@ -28,7 +28,7 @@ from typing import Any
 
 from veriforge.discovery.errors import RewriteError
 from veriforge.discovery.iocalls import Analysis, IORef, analyse
-from veriforge.discovery.mine import Candidate, RepoIndex
+from veriforge.discovery.mine import Candidate, RepoIndex, inside_inputs
 
 __all__ = [
     "DATASETS",
@@ -137,9 +137,7 @@ def _use_site(ref: IORef, chosen: dict[int, Any]) -> tuple[ast.AST, str] | None:
     left alone, and the argument expression of *this* call becomes the literal. Its value is
     statically known, so the program reads or writes exactly what it did, redirected. Not when
     the argument is a node another call's rewrite already replaced."""
-    if ref.node is None or ref.value is None or id(ref.node) in chosen:
-        return None
-    if any(id(n) in chosen for n in ast.walk(ref.node)):
+    if ref.node is None or ref.value is None or any(id(n) in chosen for n in ast.walk(ref.node)):
         return None
     return ref.node, ref.value
 
@@ -243,7 +241,7 @@ def _redirect(
     reads_in = [r for r in refs if r.role == "read"]
     written = {_norm(w.value) for w in refs if w.role == "write" and w.value and not w.listing}
     missed: list[IORef] = []
-    warnings_pre: list[str] = []
+    warnings: list[str] = []
     reads: list[tuple[IORef, str]] = []
     for ref in reads_in:
         if ref.value is None:
@@ -264,10 +262,9 @@ def _redirect(
     for w in [w for w in writes if w.listing]:
         # files named at run time written among the inputs: no literal can send them elsewhere
         # without moving the inputs too, so they stay where they are (and are no outputs)
-        loc = index.locate(w.value or "", script_dir)
-        if loc and any(loc == f or loc.startswith(f.rstrip("/") + "/") for f in inputs):
+        if inside_inputs(w.value or "", inputs, index, script_dir):
             writes.remove(w)
-            warnings_pre.append(
+            warnings.append(
                 f"line {w.line} {w.call}: files named at run time go into {w.value!r}, "
                 "which the program also reads; left unchanged"
             )
@@ -284,7 +281,6 @@ def _redirect(
             roles.setdefault(id(node), set()).add("write")
 
     chosen: dict[int, tuple[ast.AST, str, str]] = {}  # node id -> (node, old value, new literal)
-    warnings: list[str] = warnings_pre
 
     def choose(node: ast.AST, old: str, new: str, ref: IORef) -> None:
         if old.endswith(("/", "\\")) and len(old) > 1 and not new.endswith("/"):
