@@ -141,13 +141,25 @@ int main(int argc, char** argv) {
 
 
 @pytest.fixture
-def cpu_runtime():
-    """The real CPU runtime. The test's own VERIFORGE_HOME links the session's content-addressed
-    runtime cache (root conftest), so the runtime is built once per run, not once more here."""
+def cpu_runtime(monkeypatch):
+    """The real CPU runtime, run from a folder of its own. The test's own VERIFORGE_HOME links the
+    session's content-addressed runtime cache (root conftest), so the runtime is built once per
+    run, not once more here.
+
+    ``cuda run`` lends its working folder to the sandbox uid; started from the checkout it would
+    lend the whole repository while other tests read it, so each test runs from a fresh folder the
+    sandbox uid can reach (pytest's own tmp folders are 0700)."""
+    import shutil
+    import tempfile
+
     cpu = pytest.importorskip("veriforge.cuda.cpu", reason="the CPU CUDA runtime is not built yet")
     if not hasattr(cpu, "run_program"):
         pytest.skip("veriforge.cuda.cpu has no run_program yet")
-    return cpu
+    cwd = Path(tempfile.mkdtemp(prefix="vf-cli-run-"))
+    cwd.chmod(0o755)
+    monkeypatch.chdir(cwd)
+    yield cpu
+    shutil.rmtree(cwd, ignore_errors=True)
 
 
 def test_run_prints_the_programs_output_and_exits_with_its_code(cpu_runtime, tmp_path):

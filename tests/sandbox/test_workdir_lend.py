@@ -115,3 +115,26 @@ def test_a_huge_folder_is_refused_before_anything_changes_owner(reachable, monke
     assert _owners(tree) == {UID_A}
     w.give_back()
     assert _owners(tree) == {os.getuid()}
+
+
+def test_a_projects_virtualenv_and_git_store_are_kept_back_not_counted(reachable, monkeypatch):
+    """``cuda run`` from a project root: its .venv and .git hold far more entries than the
+    program's data; they stay with their owner and do not count against the limit."""
+    from veriforge.sandbox import workdir
+
+    tree = _tree(reachable / "project")
+    for store in (tree / ".venv", tree / "env3", tree / ".git", tree / "sub" / "node_modules"):
+        store.mkdir()
+        for i in range(6):
+            (store / f"f{i}").write_text("x")
+    (tree / "env3" / "pyvenv.cfg").write_text("home = /usr/bin\n")  # a venv under any name
+    (tree / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    monkeypatch.setattr(workdir, "MAX_LEND_ENTRIES", 5)  # root, input.txt, sub, sub/data.bin
+    w = Workdir(tree, uid=UID_A, keep=True)
+    w.lend()
+    kept = [tree / ".venv", tree / "env3", tree / ".git", tree / "sub" / "node_modules"]
+    assert {p.lstat().st_uid for p in kept} == {os.getuid()}
+    assert {p.lstat().st_uid for k in kept for p in k.rglob("*")} == {os.getuid()}
+    assert {(tree / n).lstat().st_uid for n in ("input.txt", "sub", "sub/data.bin")} == {UID_A}
+    w.give_back()
+    assert _owners(tree) == {os.getuid()}

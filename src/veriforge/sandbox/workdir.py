@@ -53,6 +53,36 @@ def _others_can_reach(path: Path) -> Path | None:
 MAX_LEND_ENTRIES = 20_000
 """Most entries an adopted working folder may hold to be lent (see :meth:`Workdir._check_size`)."""
 
+NOT_LENT = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__"})
+"""Folders of an adopted cwd that are never lent (see :func:`_not_lent`)."""
+
+
+def _not_lent(folder: Path, name: str) -> bool:
+    """Whether a sub-folder of an adopted cwd stays with its owner for the run.
+
+    A project folder usually holds a version-control store and a virtual environment with tens of
+    thousands of files that no program under test reads as data; lending them would be slow and
+    would count against :data:`MAX_LEND_ENTRIES`, so ``cuda run`` from an ordinary project root
+    would be refused. Keeping them is also the safer side: the sandbox uid gets fewer rights, never
+    more (it can still read them where their modes let everyone read).
+    """
+    if name in NOT_LENT:
+        return True
+    path = folder / name
+    return (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir()
+
+
+def _entries(folder: Path, *, whole: bool):
+    """The folder and every entry below it; unless ``whole``, less the sub-folders
+    :func:`_not_lent` keeps back (a folder we created is ours and walked whole)."""
+    yield folder
+    for root, dirs, names in os.walk(folder):
+        here = Path(root)
+        if not whole:
+            dirs[:] = [d for d in dirs if not _not_lent(here, d)]
+        for name in dirs + names:
+            yield here / name
+
 
 class Workdir:
     """Create (or adopt), fill, lend and clean up the directory a program runs in."""
@@ -144,10 +174,7 @@ class Workdir:
                 )
 
     def _walk(self):
-        yield self.path
-        for root, dirs, names in os.walk(self.path):
-            for name in dirs + names:
-                yield Path(root) / name
+        return _entries(self.path, whole=self.owned)
 
     def cleanup(self) -> None:
         """Remove the directory we created (never an adopted cwd, never one asked to be kept)."""
@@ -225,8 +252,7 @@ class _LendJournal:
     def recover(self) -> None:
         """A journal whose runs are all gone: give the tree back before lending it again."""
         if self.owners and not self.live_holders():
-            walk = (Path(root) / n for root, dirs, names in os.walk(self.folder) for n in dirs + names)
-            self.restore([self.folder, *walk])
+            self.restore(_entries(self.folder, whole=False))
 
     def restore(self, paths: Iterable[Path]) -> None:
         default = self.owners.get(str(self.folder), (os.getuid(), os.getgid()))
