@@ -1729,6 +1729,14 @@ bool launch_is_deferred(cudaStream_t stream) {
 #endif
 }
 
+DeferredLaunch::DeferredLaunch(const DeferredLaunch& other)
+    : spec(other.spec), func(other.func), arg_ptrs(other.arg_ptrs), arg_sizes(other.arg_sizes) {}
+DeferredLaunch::~DeferredLaunch() = default;
+void DeferredLaunch::set_layout(void* const* ptrs, const unsigned* sizes, size_t n) {
+    arg_ptrs.assign(ptrs, ptrs + n);
+    arg_sizes.assign(sizes, sizes + n);
+}
+
 int submit_deferred(DeferredLaunch* launch, cudaStream_t stream) {
     if (in_kernel()) return submit_device_launch(launch, stream);
 #if defined(VF_HAVE_CUDA_HEADERS)

@@ -219,6 +219,26 @@ struct KernelEntry {
 };
 void register_kernel(KernelEntry* entry);
 
+// What the compiler knows of one parameter type, as plain constants (vf_launch.h raw_param<T>).
+// The runtime turns these into ParamInfo (worker_main.cpp), so the string and vector code of a
+// kernel's registration is compiled once with the runtime, not again in every kernel file: inline,
+// it was most of a small kernel's compile time.
+struct RawParam {
+    char kind;            // as ParamInfo::kind; 's' with layout == false: only the type is known
+    bool layout;          // size and alignment known: the parameter has a place in the blob
+    unsigned size, align;
+    char pointee_kind;
+    unsigned pointee_size;
+    bool pointee_const;
+    const char* pretty;   // __PRETTY_FUNCTION__ of raw_param<T>/raw_type<T>: "... [with T = float*]"
+};
+// The type's name as C++ spells it, from a RawParam's `pretty` text ("?" when it has none).
+std::string raw_type_name(const char* pretty);
+// Lays out n parameters in a blob (each at the next offset of its alignment); returns its size.
+size_t describe_params(std::vector<ParamInfo>& out, const RawParam* raw, size_t n);
+void init_kernel_entry(KernelEntry& entry, const char* name, void* fn, const RawParam* raw, size_t n,
+                       int (*run)(const KernelEntry&, const char*, GridSpec));
+
 // Kernels launchable by address with an argument array (`cudaLaunchKernel((const void*)k, grid,
 // block, args, shared, stream)`): the front end registers every plain kernel of a file that
 // calls cudaLaunchKernel. The launcher copies each parameter from args[i] as the kernel's real
@@ -245,6 +265,11 @@ struct FunctionEntry {
     void* fn = nullptr;
 };
 void register_function(FunctionEntry* entry);
+// `ret` null for void; `call` null when the signature cannot be called from Python (then the
+// parameters are listed by type only and `problem` says why).
+void init_function_entry(FunctionEntry& entry, const char* name, void* fn, const RawParam* ret, const RawParam* raw,
+                         size_t n, void (*call)(const FunctionEntry&, const char*, unsigned char*),
+                         const char* problem);
 const std::vector<FunctionEntry*>& registered_functions();
 
 // ---- dynamic checks of the C->CUDA evaluation driver (veriforge/cuda/evaluate/driver.py) ------

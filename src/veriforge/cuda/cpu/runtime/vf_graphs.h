@@ -19,8 +19,12 @@ struct DeferredLaunch {
     const void* func = nullptr;      // the kernel's address when known (kernel nodes, cudaLaunchKernel)
     std::vector<void*> arg_ptrs;     // one pointer per stored argument (cudaKernelNodeParams::kernelParams)
     std::vector<unsigned> arg_sizes;
-    virtual ~DeferredLaunch() = default;
+    DeferredLaunch() = default;
+    DeferredLaunch(const DeferredLaunch& other);  // graphs.cpp: vector code compiled once, not per launch
+    virtual ~DeferredLaunch();
     virtual DeferredLaunch* clone() const = 0;
+    // Records where each stored argument lives and its size (graphs.cpp).
+    void set_layout(void* const* ptrs, const unsigned* sizes, size_t n);
     // Overwrites the stored arguments from an array of pointers (cudaKernelNodeParams::kernelParams),
     // each copied as the kernel's own parameter type.
     void set_args(void** args) {
@@ -44,10 +48,14 @@ template <class F, class... A> struct OwnedLaunch final : DeferredLaunch {
     DeferredLaunch* clone() const override { return new OwnedLaunch(*this); }
     template <size_t... I> void bind(std::index_sequence<I...>) {
         spec.fn = &one_thread;
-        spec.loop = &block_loop;
+        // No thread loop of its own: the scheduler loops over one_thread (an indirect call per
+        // CUDA thread). A flattened loop here would be a whole extra copy of the kernel for g++
+        // to optimise at every launch site, for the rare launch that is deferred.
+        spec.loop = nullptr;
         spec.ctx = this;
-        arg_ptrs = {static_cast<void*>(&std::get<I>(args))...};
-        arg_sizes = {static_cast<unsigned>(sizeof(A))...};
+        void* const ptrs[sizeof...(A) + 1] = {static_cast<void*>(&std::get<I>(args))..., nullptr};
+        static constexpr unsigned sizes[sizeof...(A) + 1] = {static_cast<unsigned>(sizeof(A))..., 0};
+        set_layout(ptrs, sizes, sizeof...(A));
         const void* a[sizeof...(A) + 1] = {arg_address(std::get<I>(args))..., nullptr};
         for (size_t i = 0; i <= sizeof...(A); ++i) addresses[i] = a[i];
         spec.args = addresses;
@@ -56,12 +64,6 @@ template <class F, class... A> struct OwnedLaunch final : DeferredLaunch {
     static void one_thread(void* c) {
         OwnedLaunch* x = static_cast<OwnedLaunch*>(c);
         std::apply(x->f, x->args);
-    }
-    static void block_loop(void* c) {
-        OwnedLaunch* x = static_cast<OwnedLaunch*>(c);
-        F fn = x->f;
-        std::tuple<A...> params = x->args;
-        thread_loop([&]() VF_FLATTEN { std::apply(fn, params); });
     }
 };
 

@@ -124,14 +124,6 @@ inline TypedLauncher<F, P...> make_launch_at(const char* file, int line, LaunchC
 }
 
 // ---- kernels callable by name from Python ----------------------------------------------------
-template <class T> inline std::string type_name() {
-    std::string s = __PRETTY_FUNCTION__;  // "... [with T = const float*; std::string = ...]"
-    size_t a = s.find("T = ");
-    if (a == std::string::npos) return "?";
-    a += 4;
-    size_t b = s.find_first_of(";]", a);
-    return s.substr(a, b - a);
-}
 template <class T> inline constexpr char kind_of() {
     if constexpr (std::is_pointer_v<T>) return 'p';
     else if constexpr (std::is_same_v<T, bool>) return 'b';
@@ -141,15 +133,14 @@ template <class T> inline constexpr char kind_of() {
     else if constexpr (std::is_void_v<T>) return 'v';
     else return 's';
 }
-template <class T> inline ParamInfo describe_param(unsigned& offset) {
-    ParamInfo p{};
+// A parameter type as constants; its name is parsed from __PRETTY_FUNCTION__ by the runtime.
+template <class T> inline RawParam raw_param() {
+    RawParam p{};
     p.kind = kind_of<T>();
+    p.layout = true;
     p.size = sizeof(T);
     p.align = alignof(T);
-    offset = (offset + p.align - 1) / p.align * p.align;
-    p.offset = offset;
-    offset += p.size;
-    p.type = type_name<T>();
+    p.pretty = __PRETTY_FUNCTION__;  // "vf::RawParam vf::raw_param() [with T = const float*]"
     if constexpr (std::is_pointer_v<T>) {
         using E = std::remove_pointer_t<T>;
         using U = std::remove_cv_t<E>;
@@ -157,6 +148,13 @@ template <class T> inline ParamInfo describe_param(unsigned& offset) {
         p.pointee_kind = kind_of<U>();
         if constexpr (!std::is_void_v<U> && !std::is_function_v<U>) p.pointee_size = sizeof(U);
     }
+    return p;
+}
+// Only the name, for a type Python cannot pass (a reference, perhaps to an incomplete type).
+template <class T> inline RawParam raw_type() {
+    RawParam p{};
+    p.kind = 's';
+    p.pretty = __PRETTY_FUNCTION__;
     return p;
 }
 template <class T> inline T load_param(const char* blob) {
@@ -170,13 +168,8 @@ template <class... P> struct KernelRegistrar {
     using Fn = void (*)(P...);
     KernelEntry entry;
     KernelRegistrar(const char* name, Fn fn) {
-        entry.name = name;
-        entry.fn = reinterpret_cast<void*>(fn);
-        unsigned offset = 0;
-        (entry.params.push_back(describe_param<P>(offset)), ...);
-        entry.blob_size = offset;
-        entry.run = &run;
-        register_kernel(&entry);
+        const RawParam raw[] = {raw_param<P>()..., RawParam{}};
+        init_kernel_entry(entry, name, reinterpret_cast<void*>(fn), raw, sizeof...(P), &run);
     }
     template <size_t... I>
     static std::tuple<P...> unpack(const KernelEntry& e, const char* blob, std::index_sequence<I...>) {
@@ -214,13 +207,8 @@ template <auto F> struct KernelShim;
 template <class... P, void (*F)(P...)> struct KernelShim<F> {
     KernelEntry entry;
     explicit KernelShim(const char* name) {
-        entry.name = name;
-        entry.fn = reinterpret_cast<void*>(F);
-        unsigned offset = 0;
-        (entry.params.push_back(describe_param<P>(offset)), ...);
-        entry.blob_size = offset;
-        entry.run = &run;
-        register_kernel(&entry);
+        const RawParam raw[] = {raw_param<P>()..., RawParam{}};
+        init_kernel_entry(entry, name, reinterpret_cast<void*>(F), raw, sizeof...(P), &run);
     }
     static int run(const KernelEntry& e, const char* blob, GridSpec spec) {
         using Args = std::tuple<P...>;
@@ -253,33 +241,22 @@ template <class R, class... P> struct FunctionRegistrar {
     using Fn = R (*)(P...);
     FunctionEntry entry;
     FunctionRegistrar(const char* name, Fn fn) {
-        entry.name = name;
-        entry.fn = reinterpret_cast<void*>(fn);
-        if constexpr (std::is_void_v<R>) {
-            entry.ret.kind = 'v';
-            entry.ret.type = "void";
-        } else {
-            unsigned zero = 0;
-            entry.ret = describe_param<R>(zero);
+        RawParam r{};
+        const RawParam* ret = nullptr;
+        if constexpr (!std::is_void_v<R>) {
+            r = raw_param<R>();
+            ret = &r;
         }
         if constexpr ((callable_param_v<P> && ...) && callable_return_v<R>) {
-            unsigned offset = 0;
-            (entry.params.push_back(describe_param<P>(offset)), ...);
-            entry.blob_size = offset;
-            entry.call = &call;
+            const RawParam raw[] = {raw_param<P>()..., RawParam{}};
+            init_function_entry(entry, name, reinterpret_cast<void*>(fn), ret, raw, sizeof...(P), &call, "");
         } else {
-            (entry.params.push_back(describe_unsupported<P>()), ...);
-            entry.problem = (callable_param_v<P> && ...)
-                ? "the return type cannot be passed to Python (void, a number, an enum or __half only)"
-                : "a parameter is a reference, an array or not trivially copyable";
+            const RawParam raw[] = {raw_type<P>()..., RawParam{}};
+            init_function_entry(entry, name, reinterpret_cast<void*>(fn), ret, raw, sizeof...(P), nullptr,
+                                (callable_param_v<P> && ...)
+                                    ? "the return type cannot be passed to Python (void, a number, an enum or __half only)"
+                                    : "a parameter is a reference, an array or not trivially copyable");
         }
-        register_function(&entry);
-    }
-    template <class T> static ParamInfo describe_unsupported() {
-        ParamInfo p{};
-        p.kind = 's';
-        p.type = type_name<T>();
-        return p;
     }
     template <size_t... I>
     static void invoke(const FunctionEntry& e, const char* blob, unsigned char* ret_out, std::index_sequence<I...>) {

@@ -40,6 +40,65 @@ static std::vector<FunctionEntry*>& function_registry() {
     return r;
 }
 void register_function(FunctionEntry* entry) { function_registry().push_back(entry); }
+
+std::string raw_type_name(const char* pretty) {
+    if (pretty == nullptr) return "?";
+    std::string s = pretty;  // "... [with T = const float*; std::string = ...]"
+    size_t a = s.find("T = ");
+    if (a == std::string::npos) return "?";
+    a += 4;
+    size_t b = s.find_first_of(";]", a);
+    return s.substr(a, b - a);
+}
+static ParamInfo describe(const RawParam& r, unsigned& offset) {
+    ParamInfo p{};
+    p.kind = r.kind;
+    p.type = raw_type_name(r.pretty);
+    if (!r.layout) return p;
+    p.size = r.size;
+    p.align = r.align;
+    offset = (offset + p.align - 1) / p.align * p.align;
+    p.offset = offset;
+    offset += p.size;
+    p.pointee_kind = r.pointee_kind;
+    p.pointee_size = r.pointee_size;
+    p.pointee_const = r.pointee_const;
+    return p;
+}
+size_t describe_params(std::vector<ParamInfo>& out, const RawParam* raw, size_t n) {
+    unsigned offset = 0;
+    for (size_t i = 0; i < n; ++i) out.push_back(describe(raw[i], offset));
+    return offset;
+}
+void init_kernel_entry(KernelEntry& entry, const char* name, void* fn, const RawParam* raw, size_t n,
+                       int (*run)(const KernelEntry&, const char*, GridSpec)) {
+    entry.name = name;
+    entry.fn = fn;
+    entry.blob_size = describe_params(entry.params, raw, n);
+    entry.run = run;
+    register_kernel(&entry);
+}
+void init_function_entry(FunctionEntry& entry, const char* name, void* fn, const RawParam* ret, const RawParam* raw,
+                         size_t n, void (*call)(const FunctionEntry&, const char*, unsigned char*),
+                         const char* problem) {
+    entry.name = name;
+    entry.fn = fn;
+    if (ret == nullptr) {
+        entry.ret.kind = 'v';
+        entry.ret.type = "void";
+    } else {
+        unsigned zero = 0;
+        entry.ret = describe(*ret, zero);
+    }
+    if (call != nullptr) {
+        entry.blob_size = describe_params(entry.params, raw, n);
+        entry.call = call;
+    } else {
+        describe_params(entry.params, raw, n);  // by type only (RawParam::layout is false)
+        entry.problem = problem;
+    }
+    register_function(&entry);
+}
 const std::vector<FunctionEntry*>& registered_functions() { return function_registry(); }
 // Module.call hooks (host_api.cpp).
 void call_begin();
