@@ -688,9 +688,13 @@ def _rewrite_launches(text: str, masked: str, edits: list[tuple[int, int, str]],
         # __FILE__/__LINE__ first, on the launch's own line (before a configuration that spans
         # lines): the per-launch trace of the race check names where each launch is.
         spelled = " ".join(callee.split())
-        typed = f", ::vf::kernel_ptr(&{spelled})" if _typed_callee(spelled, targets) else ""
-        new = (f'::vf::make_launch_at(__FILE__, __LINE__, ::vf::LaunchConfig({config}), "{label}", '
-               f"[&](auto&&... vf_args_) {{ {spelled}(vf_args_...); }}{typed})")
+        # A kernel whose parameter types are known is launched as a compile-time constant: its
+        # thread loop is then the one its by-name shim uses (vf_launch.h KernelLoop), one copy of
+        # the kernel per file for g++ to optimise instead of one per launch site.
+        maker = (f"make_kernel_launch_at<::vf::kernel_ptr(&{spelled})>" if _typed_callee(spelled, targets)
+                 else "make_launch_at")
+        new = (f'::vf::{maker}(__FILE__, __LINE__, ::vf::LaunchConfig({config}), "{label}", '
+               f"[&](auto&&... vf_args_) {{ {spelled}(vf_args_...); }})")
         original = text[callee_start:end_close]
         edits.append((callee_start, end_close, new + "\n" * (original.count("\n") - config.count("\n"))))
         pos = end_close

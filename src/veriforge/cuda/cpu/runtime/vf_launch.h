@@ -46,6 +46,24 @@ template <class T> inline constexpr char arg_kind() {
 #include "vf_graphs.h"  // deferred launches: stream capture, graph kernel nodes, dynamic parallelism
 namespace vf {
 
+// One kernel's thread functions, instantiated once per file and shared by every `<<<...>>>` launch
+// of the kernel whose parameter types the front end could name (make_kernel_launch_at) and by its
+// by-name shim (KernelShim): `loop` inlines the kernel into the thread loop (flatten), a whole copy
+// of it for g++ to optimise, so one such copy per kernel instead of one per launch site and shim.
+template <auto K> struct KernelLoop;
+template <class... P, void (*K)(P...)> struct KernelLoop<K> {
+    using Args = std::tuple<P...>;
+    static void one(void* c) { std::apply(K, *static_cast<Args*>(c)); }
+    static void loop(void* c) {
+        Args params = *static_cast<Args*>(c);  // a local copy: kept in registers
+        thread_loop([&]() VF_FLATTEN { std::apply(K, params); });
+    }
+};
+// Kernel K as the owned callable of a deferred launch (an empty object, copied freely).
+template <auto K> struct KernelConst {
+    template <class... A> void operator()(A&&... a) const { K(static_cast<A&&>(a)...); }
+};
+
 template <class F> struct Launcher {
     LaunchConfig cfg;
     const char* name;
@@ -61,24 +79,38 @@ template <class F> struct Launcher {
             F* f;
             Args* args;
         };
-        const void* addresses[sizeof...(A) + 1] = {arg_address(a)..., nullptr};
-        static constexpr char kinds[sizeof...(A) + 1] = {arg_kind<A>()..., 0};
         Args args(std::move(a)...);
         Ctx ctx{&f, &args};
-        GridSpec spec{name, cfg.grid, cfg.block, cfg.shared,
-                      [](void* c) {
-                          Ctx* x = static_cast<Ctx*>(c);
-                          std::apply(*x->f, *x->args);
-                      },
-                      &ctx, false,
-                      [](void* c) {
-                          Ctx* x = static_cast<Ctx*>(c);
-                          // Local copies: the compiler can keep them in registers across the
-                          // kernel's stores (user code is built with -fno-strict-aliasing).
-                          F fn = *x->f;
-                          Args params = *x->args;
-                          thread_loop([&]() VF_FLATTEN { std::apply(fn, params); });
-                      }};
+        ThreadFn one = [](void* c) {
+            Ctx* x = static_cast<Ctx*>(c);
+            std::apply(*x->f, *x->args);
+        };
+        ThreadFn loop = [](void* c) {
+            Ctx* x = static_cast<Ctx*>(c);
+            // Local copies: the compiler can keep them in registers across the
+            // kernel's stores (user code is built with -fno-strict-aliasing).
+            F fn = *x->f;
+            Args params = *x->args;
+            thread_loop([&]() VF_FLATTEN { std::apply(fn, params); });
+        };
+        return start(args, &ctx, one, loop, f);
+    }
+    // A launch of kernel K with its own parameter types (StaticLauncher): KernelLoop<K>'s threads.
+    template <auto K, class... P> int launch_kernel(P... p) {
+        std::tuple<P...> args(std::move(p)...);
+        return start(args, &args, &KernelLoop<K>::one, &KernelLoop<K>::loop, KernelConst<K>{});
+    }
+    // Runs the grid now, or hands a copy of callable `g` and the arguments over when the launch is
+    // deferred (stream capture, a launch from device code).
+    template <class G, class... A>
+    int start(std::tuple<A...>& args, void* ctx, ThreadFn one, ThreadFn loop, const G& g) {
+        const void* addresses[sizeof...(A) + 1] = {};
+        std::apply([&](const auto&... v) {
+            size_t i = 0;
+            ((addresses[i++] = arg_address(v)), ...);
+        }, args);
+        static constexpr char kinds[sizeof...(A) + 1] = {arg_kind<A>()..., 0};
+        GridSpec spec{name, cfg.grid, cfg.block, cfg.shared, one, ctx, false, loop};
         spec.file = file;
         spec.line = line;
         spec.args = addresses;
@@ -87,9 +119,9 @@ template <class F> struct Launcher {
         if (__builtin_expect(launch_is_deferred(cfg.stream), 0)) {
             // Recorded by a stream capture or launched from device code: runs later, on copies.
             // The callable must not refer to the launching frame: the front end's capture-less
-            // lambda around a kernel name, or a kernel pointer (cudaLaunchKernel).
-            if constexpr ((std::is_empty_v<F> || std::is_pointer_v<F>) && (std::is_copy_constructible_v<A> && ...))
-                return submit_deferred(new OwnedLaunch<F, A...>(spec, f, std::move(args)), cfg.stream);
+            // lambda around a kernel name, a kernel pointer (cudaLaunchKernel) or KernelConst.
+            if constexpr ((std::is_empty_v<G> || std::is_pointer_v<G>) && (std::is_copy_constructible_v<A> && ...))
+                return submit_deferred(new OwnedLaunch<G, A...>(spec, g, std::move(args)), cfg.stream);
             else
                 return refuse_deferred(name, cfg.stream);
         }
@@ -104,23 +136,25 @@ inline Launcher<F> make_launch_at(const char* file, int line, LaunchConfig cfg, 
     return Launcher<F>{cfg, name, f, file, line};
 }
 // A launch of a kernel whose parameter types the front end could name (a kernel that is not a
-// template, or a template instantiation with every template argument given): the arguments
-// convert to the parameter types at the launch, as in a direct call - a literal 0 or NULL for a
-// pointer parameter is a null pointer, `{1, 2}` builds a struct. A launch with fewer arguments
-// (default arguments) keeps deducing them.
-template <class F, class... P> struct TypedLauncher {
+// template, or a template instantiation with every template argument given), as
+// `make_kernel_launch_at<kernel_ptr(&k)>(...)`: the arguments convert to the parameter types at
+// the launch, as in a direct call - a literal 0 or NULL for a pointer parameter is a null
+// pointer, `{1, 2}` builds a struct - and the grid runs KernelLoop<K>'s threads. A launch with
+// fewer arguments (default arguments) keeps deducing them through the lambda `F`.
+template <auto K, class F> struct StaticLauncher;
+template <class... P, void (*K)(P...), class F> struct StaticLauncher<K, F> {
     Launcher<F> launcher;
-    int operator()(P... p) { return launcher(static_cast<P&&>(p)...); }
+    int operator()(P... p) { return launcher.template launch_kernel<K, P...>(static_cast<P&&>(p)...); }
     template <class... A>
         requires(sizeof...(A) != sizeof...(P))
     int operator()(A... a) {
         return launcher(static_cast<A&&>(a)...);
     }
 };
-template <class F, class... P>
-inline TypedLauncher<F, P...> make_launch_at(const char* file, int line, LaunchConfig cfg, const char* name, F f,
-                                             void (*)(P...)) {
-    return TypedLauncher<F, P...>{Launcher<F>{cfg, name, f, file, line}};
+template <auto K, class F>
+inline StaticLauncher<K, F> make_kernel_launch_at(const char* file, int line, LaunchConfig cfg, const char* name,
+                                                  F f) {
+    return StaticLauncher<K, F>{Launcher<F>{cfg, name, f, file, line}};
 }
 
 // ---- kernels callable by name from Python ----------------------------------------------------
@@ -211,13 +245,9 @@ template <class... P, void (*F)(P...)> struct KernelShim<F> {
         init_kernel_entry(entry, name, reinterpret_cast<void*>(F), raw, sizeof...(P), &run);
     }
     static int run(const KernelEntry& e, const char* blob, GridSpec spec) {
-        using Args = std::tuple<P...>;
-        Args args = KernelRegistrar<P...>::unpack(e, blob, std::index_sequence_for<P...>{});
-        spec.fn = [](void* c) { std::apply(F, *static_cast<Args*>(c)); };
-        spec.loop = [](void* c) {
-            Args params = *static_cast<Args*>(c);  // a local copy: kept in registers
-            thread_loop([&]() VF_FLATTEN { std::apply(F, params); });
-        };
+        typename KernelLoop<F>::Args args = KernelRegistrar<P...>::unpack(e, blob, std::index_sequence_for<P...>{});
+        spec.fn = &KernelLoop<F>::one;
+        spec.loop = &KernelLoop<F>::loop;
         spec.ctx = &args;
         return run_grid(spec);
     }
