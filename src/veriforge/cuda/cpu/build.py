@@ -389,7 +389,7 @@ _DIAG = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<se
                    r"(?P<msg>.*)$", re.M)
 _INCLUDED_FROM = re.compile(r"^(?:In file included from|\s+from) (?P<file>[^:\n]+?):(?P<line>\d+)[:,]", re.M)
 _REQUIRED = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+):(?P<col>\d+):\s+required (?:from|by)", re.M)
-_UNDEFINED = re.compile(r"undefined reference to `([^'`]+)'")
+_UNDEFINED = re.compile(r"undefined reference to [`']([^'`]+)'")  # GNU ld: `name', gold: 'name'
 
 
 _LOCKSTEP_TYPE = re.compile(r"(?:::)?\bvf::LockstepPtr<\s*(const\s+)?([^<>]*?)\s*>")
