@@ -136,5 +136,11 @@ def test_a_projects_virtualenv_and_git_store_are_kept_back_not_counted(reachable
     assert {p.lstat().st_uid for p in kept} == {os.getuid()}
     assert {p.lstat().st_uid for k in kept for p in k.rglob("*")} == {os.getuid()}
     assert {(tree / n).lstat().st_uid for n in ("input.txt", "sub", "sub/data.bin")} == {UID_A}
+    # what the program makes during the run, under a held-back name too, is given back all the same
+    made = tree / "sub" / ".git"
+    made.mkdir()
+    (made / "pyvenv.cfg").write_text("x")
+    for path in (made, made / "pyvenv.cfg"):
+        os.lchown(path, UID_A, UID_A)
     w.give_back()
     assert _owners(tree) == {os.getuid()}

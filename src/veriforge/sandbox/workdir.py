@@ -17,7 +17,7 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 from veriforge.errors import SandboxError
@@ -57,29 +57,30 @@ NOT_LENT = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__"})
 """Folders of an adopted cwd that are never lent (see :func:`_not_lent`)."""
 
 
-def _not_lent(folder: Path, name: str) -> bool:
+def _not_lent(path: Path) -> bool:
     """Whether a sub-folder of an adopted cwd stays with its owner for the run.
 
     A project folder usually holds a version-control store and a virtual environment with tens of
     thousands of files that no program under test reads as data; lending them would be slow and
     would count against :data:`MAX_LEND_ENTRIES`, so ``cuda run`` from an ordinary project root
     would be refused. Keeping them is also the safer side: the sandbox uid gets fewer rights, never
-    more (it can still read them where their modes let everyone read).
+    more (it can still read them where their modes let everyone read). Which folders were kept
+    back is recorded when the folder is lent, so giving it back walks into every other folder,
+    including one a program made under such a name during the run.
     """
-    if name in NOT_LENT:
+    if path.name in NOT_LENT:
         return True
-    path = folder / name
     return (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir()
 
 
-def _entries(folder: Path, *, whole: bool):
-    """The folder and every entry below it; unless ``whole``, less the sub-folders
-    :func:`_not_lent` keeps back (a folder we created is ours and walked whole)."""
+def _entries(folder: Path, keep: Callable[[Path], bool] | None = None):
+    """The folder and every entry below it, less the sub-folders ``keep`` holds back (with all
+    they contain)."""
     yield folder
     for root, dirs, names in os.walk(folder):
         here = Path(root)
-        if not whole:
-            dirs[:] = [d for d in dirs if not _not_lent(here, d)]
+        if keep is not None:
+            dirs[:] = [d for d in dirs if not keep(here / d)]
         for name in dirs + names:
             yield here / name
 
@@ -143,7 +144,14 @@ class Workdir:
             self._check_size()
             with _LendJournal(self.path) as journal:
                 journal.recover()
-                for path in self._walk():
+
+                def keep(path: Path) -> bool:
+                    if _not_lent(path):
+                        journal.kept.add(str(path))
+                        return True
+                    return False
+
+                for path in _entries(self.path, keep):
                     st = path.lstat()
                     journal.owners.setdefault(str(path), (st.st_uid, st.st_gid))
                     os.lchown(path, self.uid, self.uid)
@@ -159,13 +167,13 @@ class Workdir:
         with _LendJournal(self.path) as journal:
             journal.holders.pop(self._token, None)
             if not journal.live_holders():
-                journal.restore(self._walk())
+                journal.restore()
 
     def _check_size(self) -> None:
         """Refuse, before anything changes owner, to lend a folder of more than
         :data:`MAX_LEND_ENTRIES` entries: ``cuda run`` started from ``$HOME`` would otherwise hand
         the whole home tree to the sandbox uid (slowly) for the length of the run."""
-        for n, _path in enumerate(self._walk()):
+        for n, _path in enumerate(_entries(self.path, _not_lent)):
             if n >= MAX_LEND_ENTRIES:
                 raise WorkdirError(
                     f"{self.path} holds more than {MAX_LEND_ENTRIES} files and folders; the program's working "
@@ -174,7 +182,8 @@ class Workdir:
                 )
 
     def _walk(self):
-        return _entries(self.path, whole=self.owned)
+        """Every entry of a folder we created (ours, walked whole)."""
+        return _entries(self.path)
 
     def cleanup(self) -> None:
         """Remove the directory we created (never an adopted cwd, never one asked to be kept)."""
@@ -205,6 +214,7 @@ class _LendJournal:
         self.folder, self.file, self.lock_path = folder, base / f"{digest}.json", base / f"{digest}.lock"
         self.owners: dict[str, tuple[int, int]] = {}
         self.holders: dict[str, int] = {}  # token of each lending run -> its pid
+        self.kept: set[str] = set()  # sub-folders held back when the folder was lent (_not_lent)
 
     def __enter__(self) -> _LendJournal:
         import fcntl
@@ -217,8 +227,9 @@ class _LendJournal:
                 data = json.loads(self.file.read_text())
                 self.owners = {k: (int(v[0]), int(v[1])) for k, v in data.get("owners", {}).items()}
                 self.holders = {str(k): int(v) for k, v in data.get("holders", {}).items()}
+                self.kept = {str(k) for k in data.get("kept", [])}
             except (OSError, ValueError, TypeError, IndexError, AttributeError):
-                self.owners, self.holders = {}, {}
+                self.owners, self.holders, self.kept = {}, {}, set()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -228,7 +239,7 @@ class _LendJournal:
         try:
             if self.holders:
                 self.file.write_text(json.dumps({"path": str(self.folder), "owners": self.owners,
-                                                 "holders": self.holders}))
+                                                 "holders": self.holders, "kept": sorted(self.kept)}))
             else:
                 self.file.unlink(missing_ok=True)
         finally:
@@ -252,17 +263,19 @@ class _LendJournal:
     def recover(self) -> None:
         """A journal whose runs are all gone: give the tree back before lending it again."""
         if self.owners and not self.live_holders():
-            self.restore(_entries(self.folder, whole=False))
+            self.restore()
 
-    def restore(self, paths: Iterable[Path]) -> None:
+    def restore(self) -> None:
+        """Every entry back to its recorded owner (new ones to the folder's owner), except inside
+        the sub-folders that were never lent."""
         default = self.owners.get(str(self.folder), (os.getuid(), os.getgid()))
-        for path in paths:
+        for path in _entries(self.folder, lambda p: str(p) in self.kept):
             uid, gid = self.owners.get(str(path), default)
             try:
                 os.lchown(path, uid, gid)
             except OSError:
                 pass
-        self.owners = {}
+        self.owners, self.kept = {}, set()
 
 
 def default_path() -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import uuid
 
+import numpy as np
 import pytest
 
 from veriforge.cuda.cpu import build
@@ -41,20 +43,14 @@ def test_a_compiled_module_is_linked_by_gold():
 
     rt = build.runtime()
     assert rt.link_flags == ["-fuse-ld=gold"]
-    text = "__global__ void twice_gold_probe(float* a, int n) { int i = threadIdx.x; if (i < n) a[i] *= 2; }\n"
+    text = f"// {uuid.uuid4()}: a fresh build, never a cached one\n" \
+        "__global__ void twice_gold_probe(float* a, int n) { int i = threadIdx.x; if (i < n) a[i] *= 2; }\n"
     module = cpu.compile(text)
     try:
-        import numpy as np
-
         a = np.arange(8, dtype=np.float32)
         module.launch("twice_gold_probe", grid=1, block=8, args=[a, 8])
         assert a.tolist() == [2.0 * v for v in range(8)]
+        notes = subprocess.run(["readelf", "-n", str(module._exe)], capture_output=True, text=True).stdout
     finally:
         module.close()
-    exes = sorted((p for p in build.cache_dir("cpu-bin", private=True).rglob("module-*") if p.is_file()
-                   and not p.name.endswith((".sig", ".no-regions"))), key=lambda p: p.stat().st_mtime)
-    exes += sorted(p for p in (rt.root / "bin").glob("module-*") if not p.name.endswith((".sig", ".no-regions")))
-    assert exes
-    newest = max(exes, key=lambda p: p.stat().st_mtime)
-    notes = subprocess.run(["readelf", "-n", str(newest)], capture_output=True, text=True).stdout
     assert "NT_GNU_GOLD_VERSION" in notes

@@ -177,8 +177,11 @@ def fast_linker(compiler_path: str) -> tuple[str, ...]:
     """``("-fuse-ld=gold",)`` where gold links a C++ program with this compiler, else ``()``.
 
     Every candidate is linked against the runtime's objects; GNU ld took ~0.12 s of that, gold
-    ~0.04 s (a whole small-kernel compile is ~0.5 s). Probed once per process on a trivial
-    program, so a machine without gold (or a compiler that refuses the flag) keeps the default."""
+    ~0.04 s (a whole small-kernel compile is ~0.5 s). Probed once per process, at the first link,
+    on a trivial program, so a machine without gold (or a compiler that refuses the flag) keeps the
+    default. Not part of the runtime's key: the runtime's objects do not depend on the linker, and
+    a process the harness lends the runtime to (``VERIFORGE_SHARED_RUNTIME``) must find it under
+    the same name whatever its own probe says; an executable linked by either linker is as good."""
     if shutil.which("ld.gold") is None:
         return ()
     with tempfile.TemporaryDirectory(prefix="vf-ld-probe-") as tmp:
@@ -202,8 +205,7 @@ def runtime(sanitize: bool = False) -> BuiltRuntime:
     h.update(compiler.version.encode())
     h.update(compiler.path.encode())
     h.update(str(cuda_include).encode())
-    h.update(repr((_BASE_FLAGS, _FAST_FLAGS, _GCC_FAST_FLAGS, _ASAN_FLAGS, sanitize, _RECIPE,
-                   fast_linker(compiler.path))).encode())
+    h.update(repr((_BASE_FLAGS, _FAST_FLAGS, _GCC_FAST_FLAGS, _ASAN_FLAGS, sanitize, _RECIPE)).encode())
     key = h.hexdigest()[:20]
     name = key + ("-asan" if sanitize else "")
     shared = os.environ.get(SHARED_ENV)
