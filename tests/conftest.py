@@ -15,9 +15,19 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+# The suite starts hundreds of Python processes (pytest-xdist workers, `python -m veriforge` for the
+# CLI and README tests, evaluation servers, sandboxed harnesses); with PYTHONDONTWRITEBYTECODE set
+# (some CI images set it) each of them compiles every veriforge and test module it imports from
+# source, and pytest rewrites every test module's asserts again in every worker: collection alone
+# took 16 s per worker instead of 5.5 s. The suite writes bytecode (into the ignored __pycache__
+# folders), whatever the environment says; veriforge itself still honours the variable.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 #: build caches shared by the whole session (content-addressed, safe to share). ``nvcc``: the key
 #: covers the source, the user headers it includes, flags, defines, arch, output kind, file name and

@@ -74,3 +74,42 @@ async def test_async_wrappers_run_concurrently():
     )
     assert (a.stdout, b.stdout) == (b"a\n", b"b\n")
     assert time.monotonic() - start < 1.5
+
+
+def test_supervisor_starts_from_bytecode_and_falls_back_to_the_script(tmp_path, monkeypatch):
+    """The supervisor starts for every run: imported from its cached bytecode where that can be had
+    (a script is compiled from source each time), run as a script where it cannot -- same result."""
+    src = os.path.dirname(runner.SUPERVISOR)
+    for name in ("_supervisor.py", "_confine.py"):
+        (tmp_path / "boot").mkdir(exist_ok=True)
+        (tmp_path / "boot" / name).write_text(open(os.path.join(src, name)).read())
+    copy = str(tmp_path / "boot" / "_supervisor.py")
+    monkeypatch.setattr(runner, "SUPERVISOR", copy)
+    monkeypatch.setattr(runner, "_boot_memo", {})
+
+    monkeypatch.setattr(runner.sys, "dont_write_bytecode", True)  # PYTHONDONTWRITEBYTECODE: no .pyc written
+    assert runner._supervisor_command()[-1] == copy  # run as a script
+    assert not (tmp_path / "boot" / "__pycache__").exists()
+    assert run(["echo", "script"]).stdout == b"script\n"
+
+    monkeypatch.setattr(runner.sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(runner, "_boot_memo", {})
+    argv = runner._supervisor_command()
+    assert argv[-3] == "-c" and argv[-1] == copy  # imported; its path still names it on the command line
+    cached = sorted(p.name.split(".")[0] for p in (tmp_path / "boot" / "__pycache__").iterdir())
+    assert cached == ["_confine", "_supervisor"]
+    res = run(["echo", "module"])
+    assert res.status == "ok" and res.stdout == b"module\n"
+    # A stale cache (the file changed since) is rewritten: its header records the new mtime and size.
+    import importlib.util
+
+    with open(copy, "a") as fh:
+        fh.write("\n# changed\n")
+    later = int(time.time()) + 5
+    os.utime(copy, (later, later))
+    pyc = importlib.util.cache_from_source(copy)
+    assert int.from_bytes(open(pyc, "rb").read()[8:12], "little") != later
+    assert runner._bytecode_ready(copy)
+    head = open(pyc, "rb").read(16)
+    assert int.from_bytes(head[8:12], "little") == later
+    assert int.from_bytes(head[12:16], "little") == os.path.getsize(copy)

@@ -25,9 +25,9 @@ The filesystem view, built as root inside a private mount namespace:
 
 from __future__ import annotations
 
+import _signal as signal  # the C module (`signal` imports enum; the supervisor starts for every run)
 import os
 import resource
-import signal
 import time
 
 __all__ = [

@@ -57,9 +57,24 @@ def _veriforge_home() -> str:
     return str(Path(base) / "veriforge")
 
 
+_interpreter_paths_memo: dict[tuple, list[str]] = {}
+
+
 def interpreter_paths() -> list[str]:
     """What a sandboxed Python needs to read: the interpreter, its stdlib, site-packages, and the
-    import path (an editable install's source folder). Code only: no data, no caches."""
+    import path (an editable install's source folder). Code only: no data, no caches.
+
+    Remembered per import path and veriforge home (the only inputs that change while a process
+    runs): working it out takes ~2 ms of realpath and sysconfig calls, paid by every sandboxed run."""
+    memo_key = (tuple(sys.path), _veriforge_home())
+    if memo_key not in _interpreter_paths_memo:
+        if len(_interpreter_paths_memo) > 64:
+            _interpreter_paths_memo.clear()
+        _interpreter_paths_memo[memo_key] = _interpreter_paths()
+    return list(_interpreter_paths_memo[memo_key])
+
+
+def _interpreter_paths() -> list[str]:
     paths = {
         os.path.realpath(sys.executable),
         os.path.realpath(sys.base_prefix),
