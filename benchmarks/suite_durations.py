@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.workers} workers, {name}: finish at " + ", ".join(f"{t:.0f}" for t in ends)
                   + f" s (idle at the end: {ends[-1] - ends[0]:.0f} s)")
     if args.write:
-        TABLE.write_text(json.dumps({"source": "benchmarks/suite_durations.py (serial --durations=0 logs)",
+        TABLE.write_text(json.dumps({"source": "benchmarks/suite_durations.py (--durations=0 logs)",
                                      "files": {f: round(s, 1) for f, s in sorted(seconds.items())}},
                                     indent=1) + "\n")
         print(f"wrote {TABLE.relative_to(ROOT)} ({len(seconds)} files)")

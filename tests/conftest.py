@@ -93,6 +93,16 @@ def _isolated_home(tmp_path_factory, monkeypatch, link_build_caches):
     yield home
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto`` (the README's command): one worker per core, plus one. Many tests wait -- on a
+    sandboxed program's time limit, a CLI subprocess, a server, the lock of a build another worker
+    is running -- and the extra worker fills those gaps: on 2 cores, 2026-12-03, 3 workers took
+    678 s against 704 s for 2 (same commit, back to back; 907 s against 954 s on 2026-12-02)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cpus + 1
+
+
 def _has_gpu() -> bool:
     if shutil.which("nvidia-smi") is None:
         return False

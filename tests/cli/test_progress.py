@@ -42,8 +42,12 @@ def test_heartbeat_names_the_slow_work_and_repeats() -> None:
         bar.step(1, key=threading.get_ident())
         time.sleep(0.5)  # a fresh step: no heartbeat right after it
     beats = [ln for ln in buf.getvalue().splitlines() if "still running" in ln]
-    assert beats[0] == "optimize: still running candidate 3f2a (unroll x4), 1 s"
-    assert 2 <= len(beats) <= 4 and beats[-1].endswith(("2 s", "3 s"))
+    assert 2 <= len(beats) <= 4, beats
+    prefix = "optimize: still running candidate 3f2a (unroll x4), "
+    assert all(b.startswith(prefix) and b.endswith(" s") for b in beats), beats
+    seconds = [int(b[len(prefix):-2]) for b in beats]
+    # one a second; a loaded machine may wake the heartbeat late, never early
+    assert 1 <= seconds[0] <= 2 and seconds == sorted(set(seconds)) and seconds[-1] in (2, 3), beats
 
 
 def test_no_heartbeat_while_stopping_after_ctrl_c() -> None:
