@@ -59,6 +59,27 @@ def test_overlapping_runs_in_one_folder_give_it_back_to_its_owner(reachable):
     assert not _LendJournal(tree.resolve()).file.exists()
 
 
+def test_what_a_run_made_before_a_second_run_lent_the_folder_goes_to_the_owner(reachable):
+    """The second lend sees entries the first run's program made, owned by the first run's uid:
+    neither is their owner to give back to, and a folder made under a held-back name (.git) was
+    not there when the folder was first lent, so it is given back too."""
+    tree = _tree(reachable / "project")
+    owner = os.getuid()
+    a, b = Workdir(tree, uid=UID_A, keep=True), Workdir(tree, uid=UID_B, keep=True)
+    a.lend()
+    made = [tree / "made_by_a.txt", tree / "sub" / ".git", tree / "sub" / ".git" / "x"]
+    made[0].write_text("new")
+    made[1].mkdir()
+    made[2].write_text("x")
+    for path in made:
+        os.lchown(path, UID_A, UID_A)
+    b.lend()
+    a.give_back()
+    b.give_back()
+    assert {p.lstat().st_uid for p in made} == {owner}
+    assert _owners(tree) == {owner}
+
+
 def test_a_run_killed_while_holding_the_folder_is_undone_by_the_next_run(reachable):
     tree = _tree(reachable / "project")
     owner = os.getuid()

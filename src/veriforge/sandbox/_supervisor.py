@@ -1,6 +1,7 @@
 """The in-sandbox supervisor: the first process inside the sandbox, parent of the user's program.
 
-Run as ``python -I -S _supervisor.py REPORT_FD CONFIG_PATH`` (stdlib only, no veriforge import,
+Run as ``python -I -S _supervisor.py REPORT_FD CONFIG_PATH``, or imported from its cached bytecode by
+``python -I -S -B -c`` (runner._supervisor_command) with the same arguments (stdlib only, no veriforge import,
 so it starts in a few milliseconds: every sandboxed run pays its start-up, so it imports only C
 modules -- ``_signal`` rather than ``signal``, ``marshal`` rather than ``json``, whose imports of
 ``enum`` and ``re`` were 15-18 ms of a ~60 ms run). Inside a fresh PID namespace it is PID 1; it forks the

@@ -144,16 +144,23 @@ class Workdir:
             self._check_size()
             with _LendJournal(self.path) as journal:
                 journal.recover()
+                # Owners and held-back folders are recorded by the first lend only: while another
+                # run holds the folder, an entry not in the journal was made by its program (owned
+                # by its uid), and goes to the folder's owner when the folder is given back.
+                first = not journal.live_holders()
 
                 def keep(path: Path) -> bool:
-                    if _not_lent(path):
+                    if str(path) in journal.kept:
+                        return True
+                    if first and _not_lent(path):
                         journal.kept.add(str(path))
                         return True
                     return False
 
                 for path in _entries(self.path, keep):
-                    st = path.lstat()
-                    journal.owners.setdefault(str(path), (st.st_uid, st.st_gid))
+                    if first:
+                        st = path.lstat()
+                        journal.owners.setdefault(str(path), (st.st_uid, st.st_gid))
                     os.lchown(path, self.uid, self.uid)
                 journal.holders[self._token] = os.getpid()
         except OSError as exc:
