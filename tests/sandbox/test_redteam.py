@@ -9,9 +9,11 @@ in the sandbox, not in the probe.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import sqlite3
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -70,6 +72,46 @@ def test_secrets_are_out_of_reach(monkeypatch, tmp_path):
     # /root shows only what the interpreter needs (pyenv here), never dotfiles with credentials.
     assert ".gitconfig" not in out.split("ROOT", 1)[1] and ".bashrc" not in out.split("ROOT", 1)[1]
     assert res.isolation["full"] is True and res.isolation["read_all_files"] is False
+
+
+@needs_full
+def test_a_folder_on_the_import_path_that_holds_veriforges_home_does_not_reveal_it(monkeypatch):
+    """A script run from a folder that also holds VERIFORGE_HOME (both under /tmp) puts that folder
+    on sys.path, and the sandbox binds it back for the interpreter: the home inside must stay
+    covered (the run store is world-readable), and what is lent from inside the home (the CPU
+    runtime, under a 0700 cache folder) must stay reachable."""
+    folder = Path(tempfile.mkdtemp(prefix="vf-redteam-path-"))
+    try:
+        folder.chmod(0o755)
+        (folder / "helper_mod.py").write_text("VALUE = 'helper-visible'\n")
+        home = folder / "vfhome"
+        lent = home / "cache" / "cpu-runtime" / "lent"
+        lent.mkdir(parents=True)
+        (home / "cache" / "cpu-runtime").chmod(0o700)
+        lent.chmod(0o755)
+        (lent / "header.h").write_text("lent-visible\n")
+        (home / "runs.sqlite").write_text("store-secret-5521\n")
+        (home / "runs.sqlite").chmod(0o644)
+        monkeypatch.setenv("VERIFORGE_HOME", str(home))
+        monkeypatch.syspath_prepend(str(folder))
+        res = run_python(
+            "import sys\n"
+            "for p in sys.argv[1:]:\n"
+            "    try:\n"
+            "        print('READ', p, open(p).read().strip())\n"
+            "    except Exception as e:\n"
+            "        print('DENIED', p, type(e).__name__)\n",
+            args=[str(folder / "helper_mod.py"), str(home / "runs.sqlite"), str(lent / "header.h")],
+            policy=Policy(expose=(str(lent),)),
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    out = res.stdout_text
+    assert res.ok, res.stderr_text + out
+    assert f"READ {folder / 'helper_mod.py'} VALUE = 'helper-visible'" in out  # the folder is still bound back
+    assert "store-secret-5521" not in out and f"DENIED {home / 'runs.sqlite'}" in out
+    assert f"READ {lent / 'header.h'} lent-visible" in out
+    assert str(home) in res.isolation["filesystem_view"]["hidden"]
 
 
 @needs_full

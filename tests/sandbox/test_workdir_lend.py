@@ -165,3 +165,26 @@ def test_a_projects_virtualenv_and_git_store_are_kept_back_not_counted(reachable
         os.lchown(path, UID_A, UID_A)
     w.give_back()
     assert _owners(tree) == {os.getuid()}
+
+
+def test_veriforges_home_inside_the_folder_is_kept_back_and_a_folder_inside_it_is_refused(reachable, monkeypatch):
+    """``cuda run`` from a folder that holds VERIFORGE_HOME (``VERIFORGE_HOME=./.vf``): the store,
+    caches and secret key never change owner; a run from inside the home is refused outright."""
+    from veriforge.sandbox.workdir import WorkdirError
+
+    tree = _tree(reachable / "project")
+    home = tree / "vfhome"
+    (home / "cache").mkdir(parents=True)
+    (home / "secret.key").write_bytes(b"k" * 32)
+    (home / "runs.sqlite").write_text("store")
+    monkeypatch.setenv("VERIFORGE_HOME", str(home))
+    w = Workdir(tree, uid=UID_A, keep=True)
+    w.lend()
+    assert _owners(home) == {os.getuid()}
+    assert {(tree / n).lstat().st_uid for n in ("input.txt", "sub", "sub/data.bin")} == {UID_A}
+    w.give_back()
+    assert _owners(tree) == {os.getuid()}
+    for inside in (home, home / "cache"):
+        with pytest.raises(WorkdirError, match=r"inside veriforge's own folder"):
+            Workdir(inside, uid=UID_A, keep=True).lend()
+        assert _owners(home) == {os.getuid()}

@@ -162,9 +162,16 @@ def setup_filesystem(*, workdir: str, writable: list[str], hide: list[str], expo
     # undo the cover, e.g. a script in /tmp puts /tmp on sys.path).
     ro = [p for p in dict.fromkeys(expose) if os.path.exists(p)
           and any(_under(p, c) and p != c for c in covered) and not any(_under(c, p) for c in covered)]
-    ro = [p for p in ro if not any(q != p and _under(p, q) and os.path.isdir(q) for q in ro)]  # outermost only
+    # A hidden tree inside another cover (veriforge's home under /tmp) is hidden by that cover, until
+    # a path bound back contains it (a script folder on sys.path that holds the home): then it is
+    # covered again, after that bind, and what is exposed inside it is bound after that.
+    nested = [h for h in hidden if h not in covered and any(_under(h, b) and h != b for b in [*ro, *keep_rw])]
+    ro = [p for p in ro if p not in nested]  # as for a root: the cover wins
+    ro = [p for p in ro if not any(q != p and _under(p, q) and os.path.isdir(q)
+                                   and not any(_under(h, q) and _under(p, h) for h in nested) for q in ro)]
     binds = sorted([(p, True) for p in ro] + [(p, False) for p in keep_rw], key=lambda b: len(b[0]))
     fds = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p, _ in binds}
+    covered_again: list[str] = []
     try:
         # 1. everything read-only (device nodes stay usable: a read-only mount only stops writes
         #    to regular files, directories and links).
@@ -183,13 +190,20 @@ def setup_filesystem(*, workdir: str, writable: list[str], hide: list[str], expo
                 _mount("veriforge-tmp", root, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
             else:
                 _mount("veriforge-hidden", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
-        # 3. bind back what the program may read (exposed) or write (work directory), in place.
-        for path, readonly_bind in binds:
+        # 3. bind back what the program may read (exposed) or write (work directory), in place;
+        #    a hidden tree that a bind brought back is covered again, outermost first.
+        steps = sorted([(p, "bind") for p, _ in binds] + [(h, "cover") for h in nested], key=lambda s: len(s[0]))
+        readonly_of = dict(binds)
+        for path, step in steps:
+            if step == "cover":
+                if os.path.isdir(path):  # else it sits in an earlier cover, and nothing brought it back
+                    _mount("veriforge-hidden", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+                    covered_again.append(path)
+                continue
             _make_path(path, os.path.isdir(f"/proc/self/fd/{fds[path]}"))
-            _bind(fds[path], path, readonly=readonly_bind)
-        for root, is_tmp in roots:
-            if not is_tmp:
-                _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+            _bind(fds[path], path, readonly=readonly_of[path])
+        for root in [*(r for r, is_tmp in roots if not is_tmp), *covered_again]:
+            _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
         # 4. a /proc that shows only this namespace's processes.
         proc = False
         if new_proc:
@@ -198,7 +212,7 @@ def setup_filesystem(*, workdir: str, writable: list[str], hide: list[str], expo
     finally:
         for fd in fds.values():
             os.close(fd)
-    return {"readonly_mounts": readonly, "hidden": [r for r, t in roots if not t],
+    return {"readonly_mounts": readonly, "hidden": [*(r for r, t in roots if not t), *covered_again],
             "private_tmp": [r for r, t in roots if t], "exposed": ro, "writable": keep_rw, "private_proc": proc}
 
 

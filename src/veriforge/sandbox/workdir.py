@@ -70,7 +70,15 @@ def _not_lent(path: Path) -> bool:
     """
     if path.name in NOT_LENT:
         return True
-    return (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir()
+    if (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir():
+        return True
+    return os.path.realpath(path) == _home_realpath()  # veriforge's own store, caches and key
+
+
+def _home_realpath() -> str:
+    from veriforge.sandbox.policy import _veriforge_home
+
+    return os.path.realpath(_veriforge_home())
 
 
 def _entries(folder: Path, keep: Callable[[Path], bool] | None = None):
@@ -179,7 +187,12 @@ class Workdir:
     def _check_size(self) -> None:
         """Refuse, before anything changes owner, to lend a folder of more than
         :data:`MAX_LEND_ENTRIES` entries: ``cuda run`` started from ``$HOME`` would otherwise hand
-        the whole home tree to the sandbox uid (slowly) for the length of the run."""
+        the whole home tree to the sandbox uid (slowly) for the length of the run. A folder inside
+        veriforge's home (its store, caches and key) is never lent."""
+        home = _home_realpath()
+        if os.path.realpath(self.path) == home or os.path.realpath(self.path).startswith(home.rstrip("/") + "/"):
+            raise WorkdirError(f"{self.path} is inside veriforge's own folder ({home}: run store, caches, key), which "
+                               "is never lent to the sandbox user; run the program from another folder")
         for n, _path in enumerate(_entries(self.path, _not_lent)):
             if n >= MAX_LEND_ENTRIES:
                 raise WorkdirError(
