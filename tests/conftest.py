@@ -103,6 +103,48 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return cpus + 1
 
 
+def _suite_cpu():
+    """tests/suite_cpu.py (the tests folder is not a package under --import-mode=importlib)."""
+    spec = importlib.util.spec_from_file_location("veriforge_suite_cpu", Path(__file__).with_name("suite_cpu.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+_RUN_START: dict = {}
+_WORKER_CPU: list[tuple[float, float]] = []
+
+
+def pytest_configure(config):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        module = _suite_cpu()
+        _RUN_START["cpu"] = (module, module.snapshot(), module.process_cpu(children=False))
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: report its CPU to the controller
+        workeroutput["suite_cpu"] = _suite_cpu().process_cpu()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    cpu = getattr(node, "workeroutput", {}).get("suite_cpu")
+    if cpu:
+        _WORKER_CPU.append(tuple(cpu))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The run's CPU beside its wall time (tests/suite_cpu.py says why)."""
+    if "cpu" in _RUN_START:
+        module, start, own = _RUN_START["cpu"]
+        if _WORKER_CPU:  # the session process alone at the start, as at the end
+            start = module.Snapshot(start.wall, *own, start.steal)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        terminalreporter.write_line(module.summary(start, module.snapshot(_WORKER_CPU), cores))
+
+
 def _has_gpu() -> bool:
     if shutil.which("nvidia-smi") is None:
         return False
