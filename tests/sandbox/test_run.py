@@ -20,6 +20,13 @@ def test_argv_stdin_and_exit_code():
     assert not res.ok
 
 
+def test_argv0_is_the_name_the_program_sees_while_the_file_run_is_argv_0():
+    res = run(["cat", "/proc/self/cmdline"], argv0="./histogram")
+    assert res.ok, res.stderr
+    assert res.stdout.split(b"\0")[:2] == [b"./histogram", b"/proc/self/cmdline"]
+    assert run(["cat", "/proc/self/cmdline"]).stdout.split(b"\0")[0] == b"cat"
+
+
 def test_large_stdin_is_streamed():
     data = bytes(range(256)) * 4096  # 1 MiB, larger than any pipe buffer
     res = run(["sha256sum"], stdin=data)

@@ -112,7 +112,8 @@ def _exec_child(cfg: dict, err_w: int) -> None:
             _confine.drop_privileges(uid, gid)
         if read_search:
             _keep_read_search(ctypes, libc)
-        os.execvpe(cfg["cmd"][0], cfg["cmd"], cfg["env"])
+        cmd = cfg["cmd"]
+        os.execvpe(cmd[0], [cfg.get("argv0") or cmd[0], *cmd[1:]], cfg["env"])
     except BaseException as exc:  # report why the exec failed, then die without cleanup handlers
         errno = getattr(exc, "errno", None) or 0
         msg = f"{type(exc).__name__}\x00{errno}\x00{exc}"

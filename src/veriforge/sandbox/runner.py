@@ -111,6 +111,7 @@ def run(
     network: bool | None = None,
     keep_workdir: bool = False,
     policy: Policy | None = None,
+    argv0: str | None = None,
 ) -> SandboxResult:
     """Run ``cmd`` (an argv list, or a string for ``/bin/sh -c``) inside the sandbox.
 
@@ -120,6 +121,8 @@ def run(
     nothing else is inherited. The program failing in any way is reported in the result; only
     failures of the sandbox itself raise :class:`~veriforge.errors.SandboxError` (a strict policy
     on a machine that lacks a layer: :class:`IsolationUnavailableError`, before anything runs).
+    ``argv0`` is the name the program sees as its ``argv[0]`` (default: ``cmd[0]``), so a program
+    built into a cache reports and searches by the name its user knows (``./sample``).
     """
     argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else [str(a) for a in cmd]
     if not argv or not argv[0]:
@@ -142,7 +145,7 @@ def run(
         workdir.write(files)
         workdir.lend()
         try:
-            return _supervise(argv, workdir, stdin, env, policy, user, missing)
+            return _supervise(argv, workdir, stdin, env, policy, user, missing, argv0=argv0)
         finally:
             workdir.give_back()
     finally:
@@ -265,9 +268,12 @@ def _supervise(
     policy: Policy,
     user: SandboxUser | None,
     missing: list[str],
+    *,
+    argv0: str | None = None,
 ) -> SandboxResult:
     limits = policy.limits
-    supervisor_argv, cfg_path, isolation, report_r, report_w = _prepare(argv, workdir, env, policy, user, missing)
+    supervisor_argv, cfg_path, isolation, report_r, report_w = _prepare(argv, workdir, env, policy, user, missing,
+                                                                        argv0=argv0)
     pass_fds = [report_w] + ([user.lock_fd] if user else [])
     start = time.monotonic()
     try:
@@ -366,8 +372,8 @@ def _supervise(
 
 
 def _prepare(argv: list[str], workdir: Workdir, env: dict[str, str] | None, policy: Policy,
-             user: SandboxUser | None, missing: list[str], keep_fds: Sequence[int] = ()
-             ) -> tuple[list[str], str, dict[str, Any], int, int]:
+             user: SandboxUser | None, missing: list[str], keep_fds: Sequence[int] = (),
+             argv0: str | None = None) -> tuple[list[str], str, dict[str, Any], int, int]:
     """The supervisor's command line and root-only config file for one run, the isolation record,
     and the report pipe (read end, write end)."""
     caps = probe()
@@ -390,6 +396,7 @@ def _prepare(argv: list[str], workdir: Workdir, env: dict[str, str] | None, poli
     config = {
         "read_search": read_search,
         "cmd": argv,
+        "argv0": argv0,
         "env": config_env,
         "rlimits": policy.rlimits(nproc=_nproc_for(limits, user)),
         "uid": user.uid if user else None,

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from veriforge.cuda import cpu
@@ -182,6 +187,44 @@ def test_output_printed_before_a_crash_survives():
     assert "program.cu:7: int main(int, char**): Assertion `argc == 7' failed." in res.stderr
     res = cpu.run_program(src, argv=["x"])
     assert res.returncode < 0 and "SIGSEGV" in res.stderr and res.stdout == "step 1\n"
+
+
+ARGV0 = r"""
+#include <cstdio>
+#include <cstring>
+#include <cassert>
+int main(int argc, char** argv) {
+    printf("argv0=%s\n", argv[0]);
+    // look for data beside the executable, as the CUDA samples' sdkFindFilePath does
+    char path[256];
+    const char* slash = strrchr(argv[0], '/');
+    snprintf(path, sizeof path, "%.*s/input.txt", slash ? (int)(slash - argv[0]) : 1, slash ? argv[0] : ".");
+    FILE* f = fopen(path, "r");
+    char word[32] = "";
+    if (f) { fscanf(f, "%31s", word); fclose(f); }
+    printf("found=%s\n", word);
+    assert(argc == 1);
+    return 0;
+}
+"""
+
+
+def test_the_program_sees_its_own_name_as_argv0_not_the_cached_executable():
+    work = Path(tempfile.mkdtemp(prefix="vf-argv0-"))  # in the system temp dir: the sandbox uid reaches it
+    try:
+        os.chmod(work, 0o777)
+        (work / "input.txt").write_text("beside\n")
+        (work / "histogram.cu").write_text(ARGV0)
+        os.chmod(work / "input.txt", 0o644)
+        res = cpu.run_program(cpu.Project(files=["histogram.cu"], root=work), cwd=work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["argv0=./histogram", "found=beside"]
+    res = cpu.run_program(ARGV0, filename="scan.cu", argv=["x"])  # glibc's assert names the program
+    assert res.stdout.startswith("argv0=./scan\n")
+    assert "scan: scan.cu:15: int main(int, char**): Assertion `argc == 1' failed." in res.stderr
+    assert "cache" not in res.stdout + res.stderr
 
 
 def test_timeout_is_a_result_not_a_hang():

@@ -236,8 +236,10 @@ def run_program(source: str | Project, argv: Sequence[str] = (), stdin: bytes | 
     stdin_data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
     inputs = exposed_inputs([str(p) for p in lent], [str(a) for a in argv], where)
     cooperative = any(_COOPERATIVE.search(t) for t in _source_texts(source))
+    name = program_name(source, filename)
     if not race_check:
-        return _run_exe(exe, argv, stdin_data, timeout, sanitize, where, inputs=inputs, cooperative=cooperative)
+        return _run_exe(exe, argv, stdin_data, timeout, sanitize, where, inputs=inputs, cooperative=cooperative,
+                        name=name)
     from . import race as race_mod
     from .errors import CompileError, UnsupportedFeatureError
 
@@ -253,7 +255,7 @@ def run_program(source: str | Project, argv: Sequence[str] = (), stdin: bytes | 
         lambda program, env, run_cwd: _run_exe(program, argv, stdin_data, timeout, sanitize, run_cwd, env,
                                                inputs=exposed_inputs([str(p) for p in lent],
                                                                      [str(a) for a in argv], run_cwd),
-                                               cooperative=cooperative),
+                                               cooperative=cooperative, name=name),
         exe, probe_exe, cwd=where, sources=_source_texts(source), notes=notes)
     return replace(first_run, race=verdict)
 
@@ -261,6 +263,16 @@ def run_program(source: str | Project, argv: Sequence[str] = (), stdin: bytes | 
 # A cooperative launch by name or by launch attribute (cudaLaunchKernelEx): the runtime runs every block
 # of such a grid on its own thread.
 _COOPERATIVE = re.compile(r"\bcudaLaunchCooperativeKernel|\bcudaLaunchAttributeCooperative\b")
+
+
+def program_name(source: str | Project, filename: str = "program.cu") -> str:
+    """The ``argv[0]`` the program sees: ``./`` and its first source's stem, as if built with
+    ``nvcc -o stem`` and started from its folder. Programs print it and look for their data beside
+    it (the CUDA samples' ``sdkFindFilePath``); the cached executable's path would mean nothing to
+    the user and leak veriforge's cache layout."""
+    first = Path(source.files[0]).name if isinstance(source, Project) else Path(filename).name
+    stem = first.rsplit(".", 1)[0] if "." in first.lstrip(".") else first
+    return "./" + (stem or "program")
 
 
 def _source_texts(source: str | Project) -> list[str]:
@@ -279,11 +291,11 @@ def _source_texts(source: str | Project) -> list[str]:
 
 def _run_exe(exe: Path, argv: Sequence[str], data: bytes, timeout: float, sanitize: bool, where: Path | None,
              extra_env: Mapping[str, str] | None = None, *, inputs: Sequence[str] = (),
-             cooperative: bool = False) -> ProgramResult:
+             cooperative: bool = False, name: str | None = None) -> ProgramResult:
     from veriforge.sandbox import run as sandbox_run
 
     env = {**_program_env(sanitize, timeout), **(extra_env or {})}
-    res = sandbox_run([str(exe), *map(str, argv)], cwd=where, stdin=data, env=env,
+    res = sandbox_run([str(exe), *map(str, argv)], cwd=where, stdin=data, env=env, argv0=name,
                       policy=_program_policy(timeout, sanitize, exe, inputs, cooperative))
     timed_out = res.status == "timeout"
     code = -res.signal if res.signal is not None else (res.exit_code if res.exit_code is not None else -9)
