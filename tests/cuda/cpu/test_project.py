@@ -157,6 +157,8 @@ def test_bad_projects_are_clear_value_errors(tree):
         cpu.Project.from_args(["inc/common.cuh"], root=tree)
     with pytest.raises(ValueError, match="include directory"):
         cpu.Project.from_args(["main.cpp"], include_dirs=["missing"], root=tree)
+    with pytest.raises(ValueError, match=r"main\.cpp is listed twice"):  # the file named, however spelled
+        cpu.Project.from_args(["main.cpp", "kern.cu", "./main.cpp"], root=tree)
 
 
 def test_the_projects_timeout_is_the_default_and_output_is_kept(tmp_path):

@@ -932,8 +932,9 @@ class Project:
             if f.suffix not in SOURCE_SUFFIXES:
                 raise ValueError(f"{f}: a project's files are sources to compile ({', '.join(SOURCE_SUFFIXES)}); "
                                  "headers are found through include_dirs")
-        if len(set(self.files)) != len(self.files):
-            raise ValueError("a source file is listed twice")
+        twice = sorted({str(f) for f in self.files if self.files.count(f) > 1})
+        if twice:
+            raise ValueError(f"{twice[0]} is listed twice: each source is compiled once, as one translation unit")
         includes, systems = [], [absolute(d) for d in self.system_include_dirs]
         for d in self.include_dirs:
             p = absolute(d)
