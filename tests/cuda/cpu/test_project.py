@@ -233,3 +233,27 @@ int query() { cudaDeviceProp p; cudaGetDeviceProperties(&p, 0); k<<<1, 1>>>(); r
     assert proj.flags == ["-O2"] and any("-rdc=true" in n and "ignored" in n for n in proj.notes)
     res = cpu.run_program(proj)
     assert res.ok and res.stdout == "16 1755000\n", res.stderr  # the CUDA unit still sees clockRate
+
+
+def test_computed_includes_are_staged_like_any_other_header(tmp_path):
+    """boost's idiom (the CUDA samples' interval): ``#define CFG <lib/config/user.hpp>`` then
+    ``#include CFG``; the header it names must be in the staged tree the compiler reads."""
+    (tmp_path / "lib" / "config").mkdir(parents=True)
+    (tmp_path / "lib" / "config.hpp").write_text(
+        "#pragma once\n#if !defined(LIB_USER_CONFIG)\n#define LIB_USER_CONFIG <lib/config/user.hpp>  // default\n"
+        "#endif\n#include LIB_USER_CONFIG\n#include LIB_PLATFORM\n")
+    (tmp_path / "lib" / "config" / "user.hpp").write_text("#define LIB_SCALE 3\n")
+    (tmp_path / "lib" / "config" / "linux.hpp").write_text("#define LIB_OS 7\n")
+    (tmp_path / "main.cu").write_text(
+        '#include <cstdio>\n#include "lib/config.hpp"\n'
+        "__global__ void k(int* o) { *o = LIB_SCALE * LIB_OS; }\n"
+        "int main() { int* d; int h = 0; cudaMalloc(&d, sizeof(int)); k<<<1, 1>>>(d);\n"
+        '  cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost); printf("%d\\n", h); return 0; }\n')
+    # one macro defined in a header, one by -D, both naming a header under the include dir
+    proj = cpu.Project.from_args(["main.cu"], include_dirs=["."], root=tmp_path,
+                                 defines={"LIB_PLATFORM": '"lib/config/linux.hpp"'})
+    res = cpu.run_program(proj)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "21\n"
+    (tmp_path / "lib" / "config" / "user.hpp").write_text("#define LIB_SCALE 5\n")  # part of the cache key
+    assert cpu.run_program(proj).stdout == "35\n"

@@ -842,28 +842,66 @@ def collect_project(project: Any) -> ProjectSources:
         headers.append(pf)
         queue.append(p)
 
+    def resolve(current: ProjectFile, name: str, quoted: bool) -> Path | None:
+        folders = ([current.path.parent] if quoted else []) + list(project.include_dirs)
+        for folder in folders:
+            p = Path(os.path.normpath(folder / name))
+            if p.is_file():
+                return p
+        return None
+
+    computed: list[tuple[ProjectFile, str, list[Path]]] = []
     while queue:
         current = seen[queue.pop(0)]
         for m in _INCLUDE.finditer(current.text):
             if not current.scanned.masked[m.start() : m.end()].lstrip().startswith("#"):
                 continue  # in a comment
             if m.group("m"):
-                # a computed include (#include HEADER): take every header of the folders it may name
+                # a computed include (#include HEADER): read every header of the folders it may
+                # name now (their own includes are followed); which of them it names is settled
+                # once every file has been read, from the macro's definitions
+                swept = []
                 for folder in [current.path.parent, *project.include_dirs]:
                     for p in sorted(folder.rglob("*")):
                         if p.suffix in _HEADER_SUFFIXES and p not in project.files:
                             add_header(Path(os.path.normpath(p)))
+                            swept.append(Path(os.path.normpath(p)))
+                computed.append((current, m.group("m"), swept))
                 continue
-            name = m.group("q") or m.group("a")
-            folders = ([current.path.parent] if m.group("q") else []) + list(project.include_dirs)
-            for folder in folders:
-                p = Path(os.path.normpath(folder / name))
-                if p.is_file():
-                    add_header(p)
-                    if p in seen and p not in current.includes:
-                        current.includes.append(p)
-                    break
+            p = resolve(current, m.group("q") or m.group("a"), bool(m.group("q")))
+            if p is not None:
+                add_header(p)
+                if p in seen and p not in current.includes:
+                    current.includes.append(p)
+    for current, macro, swept in computed:
+        # The headers the macro is defined as anywhere in the project (boost's
+        # ``#define BOOST_USER_CONFIG <boost/config/user.hpp>``) or by -D; where no definition
+        # names a header that exists, every header swept for it: the compiler may see any of them,
+        # so each is staged with the file that includes it.
+        named = [resolve(current, n, q) for n, q in _macro_headers(macro, [f.text for f in seen.values()],
+                                                                     project.defines)]
+        for p in [n for n in named if n is not None and n in seen] or [p for p in swept if p in seen]:
+            if p not in current.includes:
+                current.includes.append(p)
     return ProjectSources(project=project, units=units, headers=headers)
+
+
+def _macro_headers(macro: str, texts: list[str], defines: dict[str, str | None]) -> list[tuple[str, bool]]:
+    """Each header name ``macro`` is defined as, by ``#define`` in ``texts`` or in ``defines``:
+    (name, quoted)."""
+    values = [v for v in [defines.get(macro)] if v]
+    pattern = re.compile(rf"^[ \t]*#[ \t]*define[ \t]+{re.escape(macro)}[ \t]+(\S[^\n]*?)[ \t]*$", re.M)
+    for text in texts:
+        if macro in text:
+            values += pattern.findall(text)
+    found = []
+    for v in values:
+        v = v.split("//", 1)[0].split("/*", 1)[0].strip()
+        if len(v) > 2 and v[0] == "<" and v[-1] == ">":
+            found.append((v[1:-1], False))
+        elif len(v) > 2 and v[0] == v[-1] == '"':
+            found.append((v[1:-1], True))
+    return found
 
 
 def _write_tree(base: Path, texts: dict[str, str]) -> None:
