@@ -86,6 +86,8 @@ def analyze_cmd(
     block: Annotated[str, typer.Option("--block", help="block size: N or X,Y[,Z]")],
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="scalar parameter NAME=VALUE")] = None,
     define: Annotated[list[str] | None, typer.Option("--define", "-D", help="macro NAME[=VALUE]")] = None,
+    include: Annotated[list[Path] | None, typer.Option(
+        "-I", help="include directory for the ptxas compile, repeatable (the file's folder is added)")] = None,
     template: Annotated[list[str] | None, typer.Option("--template", "-t", help="template arg NAME=VALUE")] = None,
     arch: Annotated[str | None, typer.Option(
         "--arch", help="target architecture (default: the --gpu's, sm_90 without an estimate)")] = None,
@@ -135,6 +137,8 @@ def analyze_cmd(
             dynamic_smem=smem,
             use_nvcc=not no_nvcc,
             template_args=targs,
+            filename=str(file),
+            include_dirs=[file.parent.resolve(), *(include or [])],
         )
     except VeriforgeError as exc:
         typer.echo(f"error: {exc}", err=True)

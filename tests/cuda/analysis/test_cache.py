@@ -19,7 +19,7 @@ __global__ void scale(const float* x, float* y, float a, int n) {
 def test_same_inputs_hit_the_cache_and_return_a_private_copy(monkeypatch) -> None:
     calls = []
     real = analyze_mod.analyze_uncached
-    monkeypatch.setattr(analyze_mod, "analyze_uncached", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(analyze_mod, "analyze_uncached", lambda *a, **k: calls.append(a) or real(*a, **k))
     kw = dict(kernel="scale", grid=(64,), block=(256,), params={"n": 16384, "a": 2.0}, use_nvcc=False)
     first = analysis.analyze(SRC + "// cache test 1\n", **kw)
     first.flops = -1.0  # a caller changing its report must not change what others get
@@ -28,3 +28,5 @@ def test_same_inputs_hit_the_cache_and_return_a_private_copy(monkeypatch) -> Non
     analysis.analyze(SRC + "// cache test 1\n", **{**kw, "params": {"n": 8192, "a": 2.0}})
     analysis.analyze(SRC + "// cache test 2\n", **kw)
     assert len(calls) == 3  # other parameters or other source: analysed again
+    analysis.analyze(SRC + "// cache test 2\n", **kw, include_dirs=["/opt/other"])
+    assert len(calls) == 4  # other headers may give ptxas other resources

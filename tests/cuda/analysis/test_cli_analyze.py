@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -138,3 +139,24 @@ def test_gpu_estimate_is_printed_and_unknown_work_is_not_priced(tmp_path: Path) 
     assert "estimate" not in json.loads(r.output)
     r = run(str(plain), *launch[:-2], "--gpu", "no-such-gpu")
     assert r.exit_code == 2 and "unknown GPU" in r.output
+
+
+@pytest.mark.nvcc
+def test_ptxas_sees_the_users_headers_and_names_the_users_file(tmp_path: Path) -> None:
+    """A real program includes its own headers (the CUDA samples' helper_cuda.h): without -I the
+    resources are unknown with nvcc's message naming the user's file, with -I they are known."""
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "helpers.h").write_text("#pragma once\n#define CHECK(x) (x)\n")
+    src = tmp_path / "scale.cu"
+    src.write_text('#include "helpers.h"\n'
+                   "__global__ void scale(float* x, int n) {\n"
+                   "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                   "    if (i < n) x[i] *= 2.0f;\n}\n"
+                   "void go(float* x, int n) { scale<<<(n + 255) / 256, 256>>>(x, n); CHECK(0); }\n")
+    launch = ["--kernel", "scale", "--grid", "4", "--block", "256", "-p", "n=1024", "--no-estimate", "--json"]
+    blind = json.loads(run(str(src), *launch).output)
+    reason = next(u for u in blind["unknowns"] if u.startswith("resources unknown"))
+    assert "scale.cu:1" in reason and "helpers.h" in reason and "kernel.cu" not in reason
+    seen = json.loads(run(str(src), "-I", str(tmp_path / "inc"), *launch).output)
+    assert seen["resources"]["registers"] > 0
+    assert not any(u.startswith("resources unknown") for u in seen["unknowns"])

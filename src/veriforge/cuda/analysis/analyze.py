@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,9 @@ def analyze(
     use_nvcc: bool = True,
     template_args: Mapping[str, Any] | None = None,
     data: Mapping[str, tuple[Any, int]] | None = None,
+    *,
+    filename: str = "kernel.cu",
+    include_dirs: Sequence[str | os.PathLike[str]] = (),
 ) -> AnalysisReport:
     """Statically analyse ``kernel`` in ``source`` for one launch ``<<<grid, block, dynamic_smem>>>``
     (see :func:`analyze_uncached`); results are memoised per process by their full inputs (a copy is
@@ -55,7 +59,7 @@ def analyze(
     try:
         key = (hashlib.sha256(source.encode()).hexdigest(), kernel, _freeze(grid), _freeze(block),
                _freeze(params or {}), arch, _freeze(defines or {}), int(dynamic_smem), bool(use_nvcc),
-               _freeze(template_args or {}), _data_key(data))
+               _freeze(template_args or {}), _data_key(data), filename, tuple(map(str, include_dirs)))
         hash(key)
     except TypeError:
         key = None
@@ -67,7 +71,7 @@ def analyze(
         if hit is not None:
             return copy.deepcopy(hit)
     rep = analyze_uncached(source, kernel, grid, block, params, arch, defines, dynamic_smem, use_nvcc, template_args,
-                           data)
+                           data, filename=filename, include_dirs=include_dirs)
     if key is not None:
         with _CACHE_LOCK:
             _CACHE[key] = copy.deepcopy(rep)
@@ -101,6 +105,9 @@ def analyze_uncached(
     use_nvcc: bool = True,
     template_args: Mapping[str, Any] | None = None,
     data: Mapping[str, tuple[Any, int]] | None = None,
+    *,
+    filename: str = "kernel.cu",
+    include_dirs: Sequence[str | os.PathLike[str]] = (),
 ) -> AnalysisReport:
     """Statically analyse ``kernel`` in ``source`` for one launch ``<<<grid, block, dynamic_smem>>>``.
 
@@ -115,7 +122,8 @@ def analyze_uncached(
     input it points into (a numpy array, and the parameter's element offset into it): loads from it
     give those values, so index arrays (CSR row pointers, gather indices, histogram keys) yield real
     addresses and trip counts instead of unknowns. Float inputs are never read (their values decide
-    no address).
+    no address). ``filename`` (how nvcc's messages name the source: the user's path) and
+    ``include_dirs`` (``-I``) are for the ptxas compile; the analysis itself reads ``source`` only.
     """
     started = time.perf_counter()
     data = {k: (np.asarray(a).reshape(-1), int(off)) for k, (a, off) in (data or {}).items()}
@@ -230,7 +238,8 @@ def analyze_uncached(
     inst = instantiation(kdef, dict(template_args or {}))
     if kdef.template and inst is None:
         rep.unknowns.append("template arguments incomplete: nvcc would not instantiate the kernel")
-    resources, why = ptxas_resources(source + (inst or ""), kernel, arch, dict(defines) if defines else None, use_nvcc)
+    resources, why = ptxas_resources(source + (inst or ""), kernel, arch, dict(defines) if defines else None, use_nvcc,
+                                     filename=filename, include_dirs=include_dirs)
     rep.resources = resources
     if why:
         rep.unknowns.append(why)

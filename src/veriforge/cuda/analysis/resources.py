@@ -8,6 +8,8 @@ unknown with the reason — a register estimate would be a guess.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from typing import Any
 
 from veriforge.errors import VeriforgeError
@@ -37,16 +39,17 @@ def instantiation(kdef: Any, template_args: dict[str, Any]) -> str | None:
 
 
 def ptxas_resources(
-    source: str, kernel: str, arch: str, defines: dict[str, Any] | None, use_nvcc: bool
+    source: str, kernel: str, arch: str, defines: dict[str, Any] | None, use_nvcc: bool, *,
+    filename: str = "kernel.cu", include_dirs: Sequence[str | os.PathLike[str]] = (),
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """(resources dict, None) or (None, reason)."""
+    """(resources dict, None) or (None, reason). ``filename`` names the source in nvcc's messages."""
     if not use_nvcc:
         return None, "resources not computed: use_nvcc=False"
     from veriforge.cuda import toolchain
     from veriforge.errors import ToolchainNotFoundError
 
     try:
-        result = toolchain.compile(source, arch=arch, defines=defines)
+        result = toolchain.compile(source, arch=arch, defines=defines, filename=filename, include_dirs=include_dirs)
     except ToolchainNotFoundError as exc:
         return None, f"resources unknown: nvcc not available ({exc})"
     except VeriforgeError as exc:
