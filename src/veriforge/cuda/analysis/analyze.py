@@ -15,7 +15,14 @@ import numpy as np
 
 from veriforge.cuda.analysis import reuse as _reuse
 from veriforge.cuda.analysis import walk as _walk
-from veriforge.cuda.analysis.launch import REFINE_ROUNDS, build_lanes, dim3, probe_activity, refine
+from veriforge.cuda.analysis.launch import (
+    REFINE_ROUNDS,
+    build_lanes,
+    dim3,
+    pin_boundaries,
+    probe_activity,
+    refine,
+)
 from veriforge.cuda.analysis.parse import find_kernel, parse_source
 from veriforge.cuda.analysis.report import AnalysisReport, GlobalAccess
 from veriforge.cuda.analysis.resources import instantiation, launch_occupancy, ptxas_resources
@@ -155,6 +162,11 @@ def analyze_uncached(
             break
         lanes = build_lanes(g, b, samples)
         w = walk(lanes)
+    if not lanes.exact:
+        pinned = pin_boundaries(lanes, w, walk)
+        if pinned is not None:
+            lanes = build_lanes(g, b, pinned)
+            w = walk(lanes)
     activity_unknown = None
     if not lanes.exact:
         # the samples stand for the blocks between them: check that on probe blocks, and walk the

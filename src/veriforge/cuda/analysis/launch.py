@@ -158,6 +158,70 @@ def refine(lanes: Lanes, block_active: np.ndarray) -> list[list[tuple[int, float
     return per_dim if changed else None
 
 
+#: most single-block walks :func:`pin_boundaries` spends per analysis (a bisection of a dimension
+#: of 2**31 - 1 blocks takes 31)
+PIN_WALKS = 256
+
+
+def _busy_blocks(lanes: Lanes, walker: Any) -> np.ndarray:
+    """Per sampled block: does any of its warps do work."""
+    return np.bincount(lanes.block_of_warp, weights=(walker.warp_work > 0).astype(np.float64),
+                       minlength=len(lanes.sampled_blocks)) > 0
+
+
+def pin_boundaries(lanes: Lanes, walker: Any, walk: Callable[[Lanes], Any]) -> list[list[tuple[int, float]]] | None:
+    """Samples with every switch between working and idle blocks found to the block, or None when
+    no neighbouring samples differ (or the budget of walks ran out: then :func:`refine`'s samples stand).
+
+    :func:`refine` narrows a boundary by a constant factor per round, which leaves a grid of 2**31 - 1
+    blocks with a gap of a million blocks around it; the blocks in that gap went to whichever
+    sample was nearer, so a grid far larger than its data (only the first 196 blocks working)
+    counted one block's work instead of 196. Here each gap between an active and an idle sample
+    is bisected with walks of single blocks (the other dimensions held at an active sample), and
+    the two blocks on each side of the switch are sampled: the edge blocks - often partial, the
+    ``i < n`` tail - stand for themselves and their neighbours for the full blocks behind them."""
+    blocks = [tuple(int(v) for v in b) for b in lanes.sampled_blocks]
+    busy = _busy_blocks(lanes, walker)
+    if busy.all() or not busy.any():
+        return None
+    active = dict(zip(blocks, (bool(x) for x in busy), strict=True))
+    per_dim = [sorted({b[d] for b in blocks}) for d in range(3)]
+    extra: list[set[int]] = [set(), set(), set()]
+    budget = [PIN_WALKS]
+
+    def busy_at(block: tuple[int, ...]) -> bool | None:
+        if budget[0] <= 0:
+            return None
+        budget[0] -= 1
+        one = build_lanes(lanes.grid, lanes.block, [[(block[k], 1.0)] for k in range(3)])
+        return bool(_busy_blocks(one, walk(one)).any())
+
+    for d in range(3):
+        n = lanes.grid[d]
+        if n <= EXACT_DIM:
+            continue
+        on = {i: [b for b in blocks if b[d] == i and active[b]] for i in per_dim[d]}
+        for a, c in pairwise(per_dim[d]):
+            if bool(on[a]) == bool(on[c]):
+                continue
+            base = (on[a] or on[c])[0]  # an active block whose other coordinates we keep
+            lo, hi = a, c
+            while hi - lo > 1:
+                m = (lo + hi) // 2
+                now = busy_at(tuple(m if k == d else base[k] for k in range(3)))
+                if now is None:
+                    return None
+                if now == bool(on[a]):
+                    lo = m
+                else:
+                    hi = m
+            extra[d] |= {i for i in (lo - 1, lo, hi, hi + 1) if 0 <= i < n}
+    if not any(extra[d] - set(per_dim[d]) for d in range(3)):
+        return None
+    return [_weights(per_dim[d] + sorted(extra[d]), lanes.grid[d]) if lanes.grid[d] > EXACT_DIM
+            else [(i, 1.0) for i in range(lanes.grid[d])] for d in range(3)]
+
+
 #: consecutive probe blocks in the middle of each sampled dimension: activity that repeats every
 #: k <= PROBE_WINDOW blocks (``if (blockIdx.x % k) return;``) always shows up in them
 PROBE_WINDOW = 64
