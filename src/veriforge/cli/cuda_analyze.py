@@ -74,9 +74,12 @@ def _pairs(items: list[str], what: str, numeric: bool) -> dict[str, Any]:
 def _fmt(x: float | None, digits: int = 2) -> str:
     if x is None:
         return "unknown"
+    if not isinstance(x, float):
+        return str(x)
     if abs(x) >= 1e6:
         return f"{x:.3g}"
-    return f"{x:.{digits}f}".rstrip("0").rstrip(".") if isinstance(x, float) else str(x)
+    text = f"{x:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text  # 32000 stays 32000, 2.50 becomes 2.5
 
 
 def analyze_cmd(

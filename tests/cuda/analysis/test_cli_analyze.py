@@ -160,3 +160,19 @@ def test_ptxas_sees_the_users_headers_and_names_the_users_file(tmp_path: Path) -
     seen = json.loads(run(str(src), "-I", str(tmp_path / "inc"), *launch).output)
     assert seen["resources"]["registers"] > 0
     assert not any(u.startswith("resources unknown") for u in seen["unknowns"])
+
+
+def test_the_readable_report_prints_round_numbers_whole(tmp_path: Path) -> None:
+    """The CUDA samples' matrixMul (320x320, 32x32 tiles) printed 32 requests for 32000 and a trip
+    count of 1 for 10: trailing zeros were stripped from whole numbers."""
+    src = tmp_path / "tiles.cu"
+    src.write_text("__global__ void tiles(const float* a, float* c, int n) {\n"
+                   "    float s = 0.0f;\n"
+                   "    for (int t = 0; t < n; t += 32) s += a[t + threadIdx.x];\n"
+                   "    c[blockIdx.x * blockDim.x + threadIdx.x] = s;\n}\n")
+    r = run(str(src), "-k", "tiles", "--grid", "100", "--block", "32", "-p", "n=320", "--no-nvcc", "--no-estimate")
+    assert r.exit_code == 0, r.output
+    load = next(line for line in r.output.splitlines() if "a[t + threadIdx.x]" in line)
+    assert load.split("│")[-3].strip() == "1000"  # 100 blocks x 1 warp x 10 trips
+    assert "trip count 10" in r.output
+    assert "FLOPs 32000 " in r.output  # 3200 threads x 10 additions

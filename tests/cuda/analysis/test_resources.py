@@ -76,3 +76,18 @@ def test_compile_error_is_reported_not_raised() -> None:
     assert rep.resources is None
     assert any("nvcc failed to compile" in u for u in rep.unknowns)
     assert rep.global_accesses[0].sectors_per_request == 4
+
+
+@pytest.mark.nvcc
+def test_a_template_instantiated_twice_gives_the_analysed_instances_resources() -> None:
+    """The CUDA samples' matrixMul launches MatrixMulCUDA<16> and <32>: the bare name is ambiguous
+    to ptxas's report, so the analysed instance is looked up by its arguments."""
+    src = ("template <int B> __global__ void tile(float* x) {\n"
+           "    __shared__ float s[B];\n"
+           "    s[threadIdx.x] = x[threadIdx.x];\n    __syncthreads();\n"
+           "    x[threadIdx.x] = s[B - 1 - threadIdx.x];\n}\n"
+           "void run(float* x) { tile<16><<<1, 16>>>(x); tile<32><<<1, 32>>>(x); }\n")
+    for b in (16, 32):
+        rep = analysis.analyze(src, kernel="tile", grid=1, block=b, template_args={"B": b}, arch="sm_90")
+        assert rep.resources is not None, rep.unknowns
+        assert rep.resources["smem_static"] == 4 * b

@@ -25,7 +25,7 @@ from veriforge.cuda.analysis.launch import (
 )
 from veriforge.cuda.analysis.parse import find_kernel, parse_source
 from veriforge.cuda.analysis.report import AnalysisReport, GlobalAccess
-from veriforge.cuda.analysis.resources import instantiation, launch_occupancy, ptxas_resources
+from veriforge.cuda.analysis.resources import instantiation, launch_occupancy, ptxas_resources, template_values
 
 #: analyses kept per process: the harness, OptiML and calibration re-analyse the same launches of
 #: the same source many times (every config, every re-check, every fit)
@@ -250,8 +250,10 @@ def analyze_uncached(
     inst = instantiation(kdef, dict(template_args or {}))
     if kdef.template and inst is None:
         rep.unknowns.append("template arguments incomplete: nvcc would not instantiate the kernel")
+    values = template_values(kdef, dict(template_args or {}))
     resources, why = ptxas_resources(source + (inst or ""), kernel, arch, dict(defines) if defines else None, use_nvcc,
-                                     filename=filename, include_dirs=include_dirs)
+                                     filename=filename, include_dirs=include_dirs,
+                                     instance=f"{kernel}<{', '.join(values)}>" if values else None)
     rep.resources = resources
     if why:
         rep.unknowns.append(why)

@@ -15,6 +15,15 @@ from typing import Any
 from veriforge.errors import VeriforgeError
 
 
+def template_values(kdef: Any, template_args: dict[str, Any]) -> list[str] | None:
+    """The template arguments of the analysed instance, in order (None: not a template, or one
+    left open)."""
+    if not kdef.template:
+        return None
+    values = [template_args.get(tp.name, tp.default) for tp in kdef.template]
+    return None if any(v is None for v in values) else [str(v) for v in values]
+
+
 def instantiation(kdef: Any, template_args: dict[str, Any]) -> str | None:
     """An explicit instantiation of a template kernel, so ptxas compiles it (None: not a template).
 
@@ -22,14 +31,9 @@ def instantiation(kdef: Any, template_args: dict[str, Any]) -> str | None:
     analysis already has the template arguments, so it appends
     ``template __global__ void k<16>(params);`` to the source it hands to nvcc.
     """
-    if not kdef.template:
+    args = template_values(kdef, template_args)
+    if args is None:
         return None
-    args = []
-    for tp in kdef.template:
-        value = template_args.get(tp.name, tp.default)
-        if value is None:
-            return None
-        args.append(str(value))
     decl = kdef.node.child_by_field_name("declarator")
     while decl is not None and decl.type != "function_declarator":
         decl = decl.child_by_field_name("declarator")
@@ -40,9 +44,10 @@ def instantiation(kdef: Any, template_args: dict[str, Any]) -> str | None:
 
 def ptxas_resources(
     source: str, kernel: str, arch: str, defines: dict[str, Any] | None, use_nvcc: bool, *,
-    filename: str = "kernel.cu", include_dirs: Sequence[str | os.PathLike[str]] = (),
+    filename: str = "kernel.cu", include_dirs: Sequence[str | os.PathLike[str]] = (), instance: str | None = None,
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """(resources dict, None) or (None, reason). ``filename`` names the source in nvcc's messages."""
+    """(resources dict, None) or (None, reason). ``filename`` names the source in nvcc's messages;
+    ``instance`` is a template kernel's name with its arguments (``k<32>``)."""
     if not use_nvcc:
         return None, "resources not computed: use_nvcc=False"
     from veriforge.cuda import toolchain
@@ -56,7 +61,9 @@ def ptxas_resources(
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return None, f"resources unknown: nvcc failed to compile the source: {first}"
     try:
-        res = result.kernel(kernel)
+        # a template kernel the file instantiates more than once (matrixMul's <16> and <32>):
+        # the instance analysed, by its arguments
+        res = result.kernel(instance or kernel)
     except KeyError as exc:
         hint = " (a template kernel appears only when the source instantiates it)" if result.resources else ""
         return None, f"resources unknown: ptxas reported no kernel {kernel!r}{hint}: {exc.args[0]}"
