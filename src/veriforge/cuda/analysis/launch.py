@@ -169,53 +169,72 @@ def _busy_blocks(lanes: Lanes, walker: Any) -> np.ndarray:
                        minlength=len(lanes.sampled_blocks)) > 0
 
 
-def pin_boundaries(lanes: Lanes, walker: Any, walk: Callable[[Lanes], Any]) -> list[list[tuple[int, float]]] | None:
-    """Samples with every switch between working and idle blocks found to the block, or None when
-    no neighbouring samples differ (or the budget of walks ran out: then :func:`refine`'s samples stand).
+def _signatures(lanes: Lanes, walker: Any) -> np.ndarray:
+    """Per sampled block: the work sites any of its warps reached (a bit set; 0 = idle). Warps of a
+    block are contiguous in the lanes."""
+    sites = getattr(walker, "warp_sites", None)
+    if sites is None:
+        return _busy_blocks(lanes, walker).astype(np.uint64)
+    starts = np.flatnonzero(np.r_[True, np.diff(lanes.block_of_warp) != 0])
+    return np.bitwise_or.reduceat(sites, starts) if len(sites) else np.zeros(0, dtype=np.uint64)
 
-    :func:`refine` narrows a boundary by a constant factor per round, which leaves a grid of 2**31 - 1
-    blocks with a gap of a million blocks around it; the blocks in that gap went to whichever
-    sample was nearer, so a grid far larger than its data (only the first 196 blocks working)
-    counted one block's work instead of 196. Here each gap between an active and an idle sample
-    is bisected with walks of single blocks (the other dimensions held at an active sample), and
-    the two blocks on each side of the switch are sampled: the edge blocks - often partial, the
-    ``i < n`` tail - stand for themselves and their neighbours for the full blocks behind them."""
+
+def pin_boundaries(lanes: Lanes, walker: Any, walk: Callable[[Lanes], Any]) -> list[list[tuple[int, float]]] | None:
+    """Samples with every switch in what blocks do found to the block, or None when no
+    neighbouring samples differ (or the budget of walks ran out: then :func:`refine`'s samples stand).
+
+    Each sample stands for the blocks nearest to it, so a total is right only if those blocks do
+    what it does. :func:`refine` narrows a switch between working and idle samples by a constant
+    factor per round, which left a grid of 2**31 - 1 blocks with a gap of a million blocks: the
+    CUDA samples' vectorAdd (196 working blocks) counted one block's work. And blocks that all do
+    *some* work can still differ in *which*: the samples' reduce3 on twice the blocks its data
+    needs loads in the first half only, and its loads came out 20 % high. So a block's signature is
+    the set of work sites (accesses, FLOPs) it reaches; each gap between samples of different
+    signature is bisected with walks of single blocks (the other dimensions held where the two
+    samples differ) until the switches in it are found to the block, and the two blocks on each
+    side of a switch are sampled: the edge blocks - often partial, the ``i < n`` tail - stand for
+    themselves and their neighbours for the full blocks behind them."""
     blocks = [tuple(int(v) for v in b) for b in lanes.sampled_blocks]
-    busy = _busy_blocks(lanes, walker)
-    if busy.all() or not busy.any():
+    sig = dict(zip(blocks, (int(x) for x in _signatures(lanes, walker)), strict=True))
+    if len(set(sig.values())) < 2:
         return None
-    active = dict(zip(blocks, (bool(x) for x in busy), strict=True))
     per_dim = [sorted({b[d] for b in blocks}) for d in range(3)]
     extra: list[set[int]] = [set(), set(), set()]
-    budget = [PIN_WALKS]
+    budget = PIN_WALKS
 
-    def busy_at(block: tuple[int, ...]) -> bool | None:
-        if budget[0] <= 0:
-            return None
-        budget[0] -= 1
+    def signature(block: tuple[int, ...]) -> int:
         one = build_lanes(lanes.grid, lanes.block, [[(block[k], 1.0)] for k in range(3)])
-        return bool(_busy_blocks(one, walk(one)).any())
+        return int(_signatures(one, walk(one))[0])
 
     for d in range(3):
         n = lanes.grid[d]
         if n <= EXACT_DIM:
             continue
-        on = {i: [b for b in blocks if b[d] == i and active[b]] for i in per_dim[d]}
         for a, c in pairwise(per_dim[d]):
-            if bool(on[a]) == bool(on[c]):
+            # the first row (other coordinates) along which the two samples differ
+            row = next((b for b in blocks if b[d] == a and sig[b] != sig.get(tuple(c if k == d else b[k]
+                                                                                  for k in range(3)))), None)
+            if row is None:
                 continue
-            base = (on[a] or on[c])[0]  # an active block whose other coordinates we keep
-            lo, hi = a, c
-            while hi - lo > 1:
-                m = (lo + hi) // 2
-                now = busy_at(tuple(m if k == d else base[k] for k in range(3)))
-                if now is None:
+
+            def at(i: int, row: tuple[int, ...] = row, d: int = d) -> tuple[int, ...]:
+                return tuple(i if k == d else row[k] for k in range(3))
+
+            gaps = [(a, c, sig[at(a)], sig[at(c)])]
+            while gaps:
+                lo, hi, s_lo, s_hi = gaps.pop()
+                if hi - lo <= 1:
+                    extra[d] |= {i for i in (lo - 1, lo, hi, hi + 1) if 0 <= i < n}
+                    continue
+                if budget <= 0:
                     return None
-                if now == bool(on[a]):
-                    lo = m
-                else:
-                    hi = m
-            extra[d] |= {i for i in (lo - 1, lo, hi, hi + 1) if 0 <= i < n}
+                budget -= 1
+                m = (lo + hi) // 2
+                s_m = signature(at(m))
+                if s_m != s_lo:
+                    gaps.append((lo, m, s_lo, s_m))
+                if s_m != s_hi:
+                    gaps.append((m, hi, s_m, s_hi))
     if not any(extra[d] - set(per_dim[d]) for d in range(3)):
         return None
     return [_weights(per_dim[d] + sorted(extra[d]), lanes.grid[d]) if lanes.grid[d] > EXACT_DIM

@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -481,8 +482,22 @@ class Walker:
         self._reached: set[tuple] = set()
         #: per sampled warp: how many recorded work events (accesses, FLOPs) it took part in
         self.warp_work = np.zeros(self.shape[0], dtype=np.int64)
+        #: per sampled warp: which work sites (accesses, FLOPs) it reached, one bit per site (a hash
+        #: of its place in the source, so separate walks agree): blocks that reach other sites -
+        #: the loads of ``i < n`` in the first blocks, none past them - are told apart even where
+        #: both do some work (launch.pin_boundaries)
+        self.warp_sites = np.zeros(self.shape[0], dtype=np.uint64)
+        self._site_bits: dict[Any, np.uint64] = {}
 
     # ---------------------------------------------------------------- helpers
+    def did_work(self, site: Any, active: np.ndarray) -> None:
+        """Record a work event at ``site`` for the warps in ``active`` (bool per warp)."""
+        self.warp_work += active
+        bit = self._site_bits.get(site)
+        if bit is None:
+            bit = self._site_bits[site] = np.uint64(1) << np.uint64(zlib.crc32(repr(site).encode()) % 64)
+        self.warp_sites[active] |= bit
+
     def note(self, msg: str) -> None:
         if msg not in self._warned:
             self._warned.add(msg)
@@ -1917,7 +1932,7 @@ class Walker:
     def count_flops(self, n: float, ctx: Ctx, is_float: bool, node: Any, *operands: Value) -> None:
         if not self.recording or not ctx.mask.any():
             return
-        self.warp_work += ctx.mask.any(axis=1)
+        self.did_work(("flop", node.start_byte if node is not None else None), ctx.mask.any(axis=1))
         if ctx.count_upper is not None and ctx.count_unknown is None:
             self.flops_upper.add(f"line {self.line(node)}: {ctx.count_upper}")
         if ctx.count_unknown is not None:
@@ -2229,7 +2244,7 @@ class Walker:
             return
         sec, useful = memory.sectors_per_warp(addr, p.elem.size, ctx.mask)
         active = ctx.mask.any(axis=1)
-        self.warp_work += active
+        self.did_work(("access", type(acc).__name__, acc.line, acc.kind, acc.text), active)
         acc.count_upper = acc.count_upper or ctx.count_upper
         acc.requests += float(ctx.mult[active].sum())
         acc.sectors += float((ctx.mult * sec).sum())
@@ -2285,7 +2300,7 @@ class Walker:
             return
         if ctx.count_unknown is not None:
             acc.count_unknown = acc.count_unknown or ctx.count_unknown
-        self.warp_work += active
+        self.did_work(("access", type(acc).__name__, acc.line, acc.kind, acc.text), active)
         acc.blind_requests += float(ctx.mult[active].sum())
         if isinstance(acc, GlobalAcc):
             acc.blind_lanes += float((ctx.mult * ctx.mask.sum(axis=1)).sum())
@@ -2325,7 +2340,7 @@ class Walker:
         else:
             ways, waves = memory.bank_ways(addr, p.elem.size, ctx.mask)
         active = ctx.mask.any(axis=1)
-        self.warp_work += active
+        self.did_work(("access", type(acc).__name__, acc.line, acc.kind, acc.text), active)
         acc.count_upper = acc.count_upper or ctx.count_upper
         acc.requests += float(ctx.mult[active].sum())
         acc.wavefronts += float((ctx.mult * waves).sum())
@@ -2436,7 +2451,7 @@ class Walker:
             # device printf formats on the GPU and copies its buffer to the host at the next
             # synchronisation: real work the cost model has no price for, so the totals would be
             # too low; it makes the launch's FLOP count (hence its estimate) unknown, saying why
-            self.warp_work += ctx.mask.any(axis=1)
+            self.did_work(("printf", node.start_byte), ctx.mask.any(axis=1))
             msg = (f"line {self.line(node)}: device {name}() is executed, and its cost (formatting on the GPU, "
                    f"the buffer copied to the host) is not modelled")
             if msg not in self.flops_unknown:
