@@ -91,3 +91,19 @@ def test_a_template_instantiated_twice_gives_the_analysed_instances_resources() 
         rep = analysis.analyze(src, kernel="tile", grid=1, block=b, template_args={"B": b}, arch="sm_90")
         assert rep.resources is not None, rep.unknowns
         assert rep.resources["smem_static"] == 4 * b
+
+
+@pytest.mark.nvcc
+def test_a_template_whose_parameters_use_its_type_is_instantiated_and_found() -> None:
+    """The CUDA samples' reduce6<T, blockSize, nIsPow2>(T *g_idata, ...): the instantiation the
+    analysis appends must spell the parameters with the arguments (``float *``, not ``T *``), and
+    ptxas names the instance ``reduce<float, 128u, true>`` (the unsigned suffix the user omits)."""
+    src = ("template <class T, unsigned int blockSize, bool pow2>\n"
+           "__global__ void reduce(T* g_idata, T* g_odata, unsigned int n) {\n"
+           "    __shared__ T s[blockSize];\n"
+           "    s[threadIdx.x] = pow2 ? g_idata[threadIdx.x] : T(0);\n    __syncthreads();\n"
+           "    if (threadIdx.x == 0) g_odata[blockIdx.x] = s[blockSize - 1];\n}\n")
+    rep = analysis.analyze(src, kernel="reduce", grid=1, block=128, arch="sm_90",
+                           template_args={"T": "double", "blockSize": 128, "pow2": "true"})
+    assert rep.resources is not None, rep.unknowns
+    assert rep.resources["smem_static"] == 8 * 128

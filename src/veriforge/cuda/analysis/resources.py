@@ -9,6 +9,7 @@ unknown with the reason — a register estimate would be a guess.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +40,10 @@ def instantiation(kdef: Any, template_args: dict[str, Any]) -> str | None:
         decl = decl.child_by_field_name("declarator")
     plist = decl.child_by_field_name("parameters") if decl is not None else None
     params = plist.text.decode() if plist is not None else "()"
+    # the parameter list names the template parameters (``T *g_idata``): outside the template they
+    # mean nothing, so they are replaced by the arguments (the CUDA samples' reduce<T>)
+    for tp, value in zip(kdef.template, args, strict=True):
+        params = re.sub(rf"\b{re.escape(tp.name)}\b", lambda _m, v=value: v, params)
     return f"\ntemplate __global__ void {kdef.name}<{', '.join(args)}>{params};\n"
 
 

@@ -276,6 +276,15 @@ def parse_ptxas_verbose(
     return {k.name: k for k in report.kernels if arch is None or k.arch == arch}
 
 
+_INT_SUFFIX = re.compile(r"\b(\d+)(?:[uU](?:ll|LL|[lL])?|(?:ll|LL|[lL])[uU]?)\b")
+
+
+def _plain_args(name: str) -> str:
+    """``k<float, 256u, true>`` as ``k<float,256,true>``: the demangler writes unsigned template
+    arguments with a suffix that people (and ``-t blockSize=256``) leave out."""
+    return _INT_SUFFIX.sub(r"\1", name.replace(" ", ""))
+
+
 def find_kernel(resources: dict[str, KernelResources], query: str) -> KernelResources:
     """Look a kernel up the way people name it: full demangled name, mangled, ``f<1>`` or ``f``.
 
@@ -287,6 +296,7 @@ def find_kernel(resources: dict[str, KernelResources], query: str) -> KernelReso
         lambda k: k.mangled == query,
         lambda k: k.short_name == query,
         lambda k: k.short_name.replace(" ", "") == query.replace(" ", ""),
+        lambda k: _plain_args(k.short_name) == _plain_args(query),
         lambda k: k.base_name == query,
     ):
         hits = [k for k in resources.values() if matcher(k)]
