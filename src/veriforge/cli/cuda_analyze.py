@@ -266,8 +266,10 @@ def _print_report(rep: Any, file: Path) -> None:
             if lp.unrolled is True
             else (f", #pragma unroll {lp.unrolled}" if lp.unrolled is not False else "")
         )
+        trips = ("not reached by any sampled thread" if lp.trip_count is None and not lp.unknown
+                 else f"trip count {_fmt(lp.trip_count, 0)}")
         console.print(
-            f"  loop line {lp.line}: trip count {_fmt(lp.trip_count, 0)}{unroll}"
+            f"  loop line {lp.line}: {trips}{unroll}"
             + (f" ({escape(lp.unknown)})" if lp.unknown else "")
         )
     console.print(

@@ -104,3 +104,37 @@ def test_blocks_that_all_work_but_not_all_load_count_the_loads_exactly() -> None
         loads = [a.requests for a in rep.global_accesses if a.kind == "load"]
         stores = [a.requests for a in rep.global_accesses if a.kind == "store"]
         assert loads == [16384.0, 16384.0] and stores == [float(grid)], grid
+
+
+TEMPLATE_DEAD_BRANCH = r"""
+template <bool pow2>
+__global__ void scale(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = 0.0f;
+    if (pow2) {
+        v = x[i];
+    } else {
+        while (i < n) { v += x[i]; i += gridDim.x * blockDim.x; }
+    }
+    y[blockIdx.x * blockDim.x + threadIdx.x] = v;
+}
+"""
+
+
+def test_a_branch_a_template_argument_makes_dead_is_not_an_unknown() -> None:
+    """The samples' reduce6<…, nIsPow2=true>: the else side never runs in any block, so whether its
+    loop diverges is known (no), and the divergence feature stays defined."""
+    rep = analysis.analyze(TEMPLATE_DEAD_BRANCH, kernel="scale", grid=4096, block=256, params={"n": 1 << 20},
+                           template_args={"pow2": "true"}, use_nvcc=False)
+    assert not [u for u in rep.unknowns if "divergence" in u], rep.unknowns
+    loop = next(b for b in rep.branches if b.kind == "loop")
+    assert loop.divergent is False and loop.unknown is None
+    assert rep.features["divergent_branches"] == 0.0
+
+
+def test_a_branch_only_unsampled_blocks_may_reach_stays_unknown() -> None:
+    src = TEMPLATE_DEAD_BRANCH.replace("if (pow2)", "if (blockIdx.x != 12345)")
+    rep = analysis.analyze(src, kernel="scale", grid=65536, block=256, params={"n": 1 << 20},
+                           template_args={"pow2": "true"}, use_nvcc=False)
+    loop = next(b for b in rep.branches if b.kind == "loop")
+    assert loop.divergent is None and "never reached" in (loop.unknown or "")

@@ -9,6 +9,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -85,6 +86,16 @@ def analyze(
             while len(_CACHE) > ANALYSIS_CACHE_SIZE:
                 _CACHE.popitem(last=False)
     return rep
+
+
+def _branch_result(acc: Any, exact: bool) -> Any:
+    """A branch's report. One no sampled thread reached does not diverge when every thread was
+    walked, or when nothing that kept them out depends on blockIdx (``if (nIsPow2) … else …`` with
+    the template argument true: the else side is dead code, not an unknown)."""
+    res = acc.result()
+    if acc.warps == 0 and acc.unknown is None and (exact or not acc.unreached_block_dependent):
+        res = replace(res, divergent=False, unknown=None, scope="none", divergent_fraction=0.0)
+    return res
 
 
 def _data_key(data: Mapping[str, tuple[Any, int]] | None) -> Any:
@@ -229,7 +240,7 @@ def analyze_uncached(
         if acc.count_upper and res.requests:
             rep.upper_bounded.append(f"line {res.line}: {res.kind} of {res.array}: {acc.count_upper}")
     rep.upper_bounded.extend(f"FLOPs at {u}" for u in sorted(w.flops_upper))
-    rep.branches = sorted((a.result() for a in w.branch_acc.values()), key=lambda x: x.line)
+    rep.branches = sorted((_branch_result(a, lanes.exact) for a in w.branch_acc.values()), key=lambda x: x.line)
     rep.barriers = sorted((a.result() for a in w.barrier_acc.values()), key=lambda x: x.line)
     rep.loops = sorted((a.result() for a in w.loop_acc.values()), key=lambda x: x.line)
     for a in rep.global_accesses:

@@ -64,6 +64,8 @@ class BranchAcc:
     divergent_interior: bool = False
     unknown: str | None = None
     thread_dependent: bool = False
+    #: no sampled lane reached it while a blockIdx-dependent condition stood in the way (walk._note_unreached)
+    unreached_block_dependent: bool = False
 
     def add(self, div: np.ndarray, active: np.ndarray, weight: np.ndarray, tail: np.ndarray) -> None:
         self.warps += float(weight[active].sum())

@@ -900,6 +900,7 @@ class Walker:
         cv = self.eval(cond_node, ctx) if cond_node is not None else ev.unknown("no condition")
         line = self.line(st)
         acc = self.branch_acc.setdefault(self.key(st), BranchAcc(line, " ".join(text.split()), "if"))
+        self._note_unreached(acc, ctx)
         tdep = "tid" in cv.deps
         acc.thread_dependent = acc.thread_dependent or tdep
         cond_info = Cond(" ".join(text.split()), line, tdep, "bid" in cv.deps)
@@ -951,6 +952,7 @@ class Walker:
         cv = self.eval(cond_node, ctx) if cond_node is not None else ev.unknown("no condition")
         line = self.line(st)
         acc = self.branch_acc.setdefault(self.key(st), BranchAcc(line, text, "switch"))
+        self._note_unreached(acc, ctx)
         tdep = "tid" in cv.deps
         acc.thread_dependent = acc.thread_dependent or tdep
         arr = cv.lanes(self.shape)
@@ -1523,6 +1525,7 @@ class Walker:
     ) -> None:
         cond_text = " ".join(node_text(cond).split()) if cond is not None else "(none)"
         bacc = self.branch_acc.setdefault(self.key(st), BranchAcc(line, cond_text, "loop"))
+        self._note_unreached(bacc, ctx)
         start = self.lookup(var) if var else None
         tdep = False
         bdep = False
@@ -1628,6 +1631,7 @@ class Walker:
         if self.recording and ctx.mask.any():
             acc.add(None, False, why)
             bacc = self.branch_acc.setdefault(self.key(st), BranchAcc(line, text, "loop"))
+            self._note_unreached(bacc, ctx)
             bacc.thread_dependent = bacc.thread_dependent or "tid" in cv.deps
             bacc.unknown = bacc.unknown or why
         reason = f"trip count of the loop at line {line} is unknown: {why}"
@@ -1683,6 +1687,7 @@ class Walker:
                 f.refs = refs
         trips = np.sum(runs, axis=0).astype(np.float64) if runs else np.zeros(self.shape)
         bacc = self.branch_acc.setdefault(self.key(st), BranchAcc(line, text, "loop"))
+        self._note_unreached(bacc, ctx)
         if self.recording and ctx.mask.any():
             tm = trips[ctx.mask]
             acc.add(float(tm.max()), bool(tm.min() != tm.max()), None)
@@ -2284,7 +2289,7 @@ class Walker:
         """Statements flagged by :meth:`_unreached` that no sampled thread reached in the end."""
         return [msg for key, msg in self.unreached.items() if key not in self._reached]
 
-    def _note_unreached(self, acc: GlobalAcc | SharedAcc, ctx: Ctx) -> None:
+    def _note_unreached(self, acc: GlobalAcc | SharedAcc | BranchAcc, ctx: Ctx) -> None:
         """Remember that no sampled lane reached this site while a blockIdx-dependent condition (or
         an earlier blockIdx-dependent return) stood in the way: unsampled blocks may reach it, so
         "never executed" is then unknown rather than zero."""
