@@ -104,3 +104,57 @@ def test_cuda_samples_idioms_are_read() -> None:
     assert store.requests == 64  # one warp request per block: thread_rank() == 0 is lane 0 of warp 0
     assert len(rep.barriers) == 2 and rep.traits["cooperative_groups"]
     assert not [u for u in rep.unknowns if "not followed" in u]
+
+
+BLOCKDIM_LOOP = r"""
+__global__ void total(const float* in, float* out) {
+    __shared__ float s[256];
+    s[threadIdx.x] = in[blockIdx.x * blockDim.x + threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float t = 0.0f;
+        for (int i = 0; i < blockDim.x; ++i) t += s[i];
+        out[blockIdx.x] = t;
+    }
+}
+"""
+
+
+def test_a_loop_bounded_by_blockdim_is_not_a_compile_time_trip_count() -> None:
+    """blockDim is known for the analysed launch but set at launch time: ptxas cannot merge the
+    loop's loads into LDS.128 (one request per iteration, 256 per block, not 64)."""
+    rep = analysis.analyze(BLOCKDIM_LOOP, kernel="total", grid=4, block=256, use_nvcc=False)
+    load = next(s for s in rep.shared_accesses if s.kind == "load")
+    assert load.merged_width == 1 and load.requests == 4 * 256
+
+
+CG_TILES = r"""
+namespace cg = cooperative_groups;
+template <int Group>
+__global__ void partial(const float* in, float* out) {
+    __shared__ float s[32];
+    auto cta = cg::this_thread_block();
+    auto tile = cg::tiled_partition<Group>(cta);
+    float v = in[cta.thread_rank() + blockIdx.x * cta.size()];
+    if (tile.thread_rank() == 0) s[tile.meta_group_rank()] = v;
+    cg::sync(cta);
+    if (cta.thread_rank() == 0) {
+        float t = 0.0f;
+        for (int i = 0; i < tile.meta_group_size(); i++) t += s[i];
+        out[blockIdx.x] = t;
+    }
+}
+"""
+
+
+def test_cooperative_group_tiles_declared_with_auto_are_followed() -> None:
+    """The CUDA samples' multi_warp_cg_reduce: ``auto t = cg::tiled_partition<N>(cta)`` with N a
+    template parameter; its thread_rank, meta_group_rank and meta_group_size are known."""
+    rep = analysis.analyze(CG_TILES, kernel="partial", grid=8, block=256, template_args={"Group": 64},
+                           use_nvcc=False)
+    assert not [u for u in rep.unknowns if "meta_group" in u or "thread_rank" in u], rep.unknowns
+    store, load = sorted(rep.shared_accesses, key=lambda s: s.line)
+    assert store.kind == "store" and store.requests == 8 * 4  # 4 tiles of 64: lanes 0, 64, 128, 192
+    assert store.bank_conflict_ways == 1
+    assert load.requests == 8 * 4  # thread 0 reads the 4 tile results
+    assert [a.requests for a in rep.global_accesses] == [8 * 8, 8]

@@ -85,6 +85,9 @@ ELEMENTWISE = {
 }
 CASTS = frozenset({"reinterpret_cast", "static_cast", "const_cast", "dynamic_cast"})
 NEVER_EXECUTED = "never executed by the sampled threads"
+#: the dependency of values fixed at launch time (blockDim, gridDim): uniform, known for the
+#: analysed launch, but not compile-time constants
+LAUNCH = frozenset({"launch"})
 #: visits of one global access site kept for the cache-reuse estimate (later ones are not paired)
 MAX_REUSE_VISITS = 64
 #: distinct atomic target addresses tracked per site; more is "scattered"
@@ -1536,7 +1539,7 @@ class Walker:
             try:
                 deps = self.eval(cond, ctx).deps
                 tdep, bdep = "tid" in deps, "bid" in deps
-                const_bound = not (deps & {"tid", "bid", "param", "data"})
+                const_bound = not (deps & {"tid", "bid", "param", "data", *LAUNCH})
             finally:
                 self.recording = prev
         bacc.thread_dependent = bacc.thread_dependent or tdep
@@ -1909,10 +1912,12 @@ class Walker:
                     return Value(L.tid[dim], False, frozenset({"tid"}))
                 if base == "blockIdx":
                     return Value(L.bid[dim], False, frozenset({"bid"}))
+                # known for this launch, but set at launch time: a loop bounded by them is not a
+                # compile-time trip count (ptxas cannot unroll it or merge its shared loads)
                 if base == "blockDim":
-                    return ev.const(L.block[dim])
+                    return Value(np.asarray(float(L.block[dim])), False, LAUNCH)
                 if base == "gridDim":
-                    return ev.const(L.grid[dim])
+                    return Value(np.asarray(float(L.grid[dim])), False, LAUNCH)
         v = self.eval(arg, ctx) if arg is not None else ev.unknown("?")
         if node_text(node.child_by_field_name("operator") or node) == "->" and v.ptr is not None:
             return ev.unknown(f"member `{fname}` read through pointer (not traced)", v.deps | {"data"})
@@ -2393,7 +2398,7 @@ class Walker:
                 )
             for a in args:
                 self.eval(a, ctx)
-            if method in ("thread_rank", "size", "num_threads") and not args:
+            if method in ("thread_rank", "size", "num_threads", "meta_group_rank", "meta_group_size") and not args:
                 rank = self._group_query(node_text(obj), method)
                 if rank is not None:
                     return rank
@@ -2496,21 +2501,40 @@ class Walker:
 
     def _group_query(self, obj: str, method: str) -> Value | None:
         """``cta.thread_rank()`` / ``cta.size()`` of a ``cg::thread_block`` (the linear thread index,
-        the block's thread count) and of a ``thread_block_tile<N>`` (lane % N, N), from the object's
-        declared type in the kernel; None for any other group."""
+        the block's thread count) and ``thread_rank()`` / ``size()`` / ``meta_group_rank()`` /
+        ``meta_group_size()`` of a ``thread_block_tile<N>`` (linear % N, N, linear / N, the
+        block's tiles), from how the kernel declares the object - by type, or as
+        ``auto t = cg::this_thread_block()`` / ``auto t = cg::tiled_partition<N>(cta)`` with N a
+        number, template parameter or macro (the CUDA samples' reductions); None for any other group."""
         text = self.parsed.text
         L = self.lanes
+        threads = L.block[0] * L.block[1] * L.block[2]
         linear = L.tid[0] + L.tid[1] * L.block[0] + L.tid[2] * L.block[0] * L.block[1]
-        if re.search(rf"\bthread_block\s+{re.escape(obj)}\b", text):
+        name = re.escape(obj)
+        if (re.search(rf"\bthread_block\s+{name}\b", text)
+                or re.search(rf"\b{name}\s*=\s*(?:\w+::)?this_thread_block\s*\(", text)):
             if method == "thread_rank":
                 return Value(linear, False, frozenset({"tid"}))
-            return ev.const(float(L.block[0] * L.block[1] * L.block[2]))
-        m = re.search(rf"\bthread_block_tile\s*<\s*(\d+)\s*>\s+{re.escape(obj)}\b", text)
-        if m is not None:
-            n = int(m.group(1))
-            if method == "thread_rank":
-                return Value(np.mod(linear, n), False, frozenset({"tid"}))
+            if method in ("size", "num_threads"):
+                return Value(np.asarray(float(threads)), False, LAUNCH)
+            return None
+        m = (re.search(rf"\bthread_block_tile\s*<\s*([^<>,]+?)\s*(?:,[^<>]*)?>\s+{name}\b", text)
+             or re.search(rf"\b{name}\s*=\s*(?:\w+::)?tiled_partition\s*<\s*([^<>]+?)\s*>\s*\(", text))
+        if m is None:
+            return None
+        size = m.group(1)
+        v = ev.const(float(size)) if size.isdigit() else self._eval_text(size)
+        if v.arr is None or v.arr.size != 1 or not float(v.arr) > 0:
+            return None
+        n = int(float(v.arr))
+        if method == "thread_rank":
+            return Value(np.mod(linear, n), False, frozenset({"tid"}))
+        if method in ("size", "num_threads"):
             return ev.const(float(n))
+        if method == "meta_group_rank":
+            return Value(np.floor_divide(linear, n), False, frozenset({"tid"}))
+        if method == "meta_group_size":
+            return Value(np.asarray(float(-(-threads // n))), False, LAUNCH)  # from blockDim at run time
         return None
 
     def _shared_memory_struct(self, name: str, targs: Any) -> Value | None:
