@@ -257,3 +257,13 @@ def test_computed_includes_are_staged_like_any_other_header(tmp_path):
     assert res.stdout == "21\n"
     (tmp_path / "lib" / "config" / "user.hpp").write_text("#define LIB_SCALE 5\n")  # part of the cache key
     assert cpu.run_program(proj).stdout == "35\n"
+
+
+def test_a_cuda_library_header_is_refused_naming_where_it_is_included(tmp_path):
+    """llm.c's dev/cuda programs include cuBLAS in their shared header: the refusal names the
+    library and the header's line, not g++'s "No such file or directory"."""
+    (tmp_path / "common.h").write_text("#pragma once\n#include <cuda_runtime.h>\n#include <cublas_v2.h>\n")
+    (tmp_path / "gelu.cu").write_text('#include "common.h"\n__global__ void k(float* x) { x[0] = 1.0f; }\n'
+                                      "int main() { return 0; }\n")
+    with pytest.raises(cpu.UnsupportedFeatureError, match=r"cuBLAS library .*\(common\.h:3: #include <cublas_v2\.h>\)"):
+        cpu.run_program(cpu.Project.from_args(["gelu.cu"], root=tmp_path))

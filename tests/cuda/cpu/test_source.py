@@ -66,6 +66,8 @@ def test_extern_shared_rewrite_inside_functions_and_at_namespace_scope():
     [
         ('__global__ void k(int* p) {\n  asm volatile("pmevent 1;");\n}', "inline PTX"),   # outside the subset
         ("#include <cub/cub.cuh>\n__global__ void k() {}", "CUB"),
+        ("#include <stdio.h>\n#include <cublas_v2.h>\n__global__ void k() {}", "NVIDIA's cuBLAS library"),
+        ('#include "curand_kernel.h"\n__global__ void k() {}', "cuRAND (device API)"),
         ("__global__ void k(float* s) {\n  wgmma::fence();\n}", "wgmma"),
         ("__global__ void __cluster_dims__(2, 1, 1) k() {}", "clusters"),
     ],
@@ -75,7 +77,7 @@ def test_unsupported_features_are_named_with_their_line(code, feature):
         check_supported(scan(code), "k.cu")
     assert feature in str(err.value)
     expected_line = next(i for i, line in enumerate(code.splitlines(), 1)
-                         if any(t in line for t in ("asm", "cub/", "wgmma", "__cluster")))
+                         if any(t in line for t in ("asm", "cub/", "wgmma", "__cluster", "cublas", "curand")))
     assert f"k.cu:{expected_line}" in str(err.value)
 
 

@@ -262,11 +262,26 @@ _UNSUPPORTED: list[tuple[re.Pattern[str], str]] = [
                 r"\bcudaBindTextureToMipmappedArray\b"),
      "texture fetches with explicit gradients (tex*Grad) and texture references to mipmapped arrays"),
 ]
+#: NVIDIA's libraries beside the runtime API (the header's stem -> the library): their kernels ship as
+#: binaries for real GPUs, so the CPU runtime has none of them (llm.c's dev/cuda programs include
+#: cublas_v2.h in their common header; before, g++ said only "No such file or directory")
+_LIBRARY_HEADERS = {
+    "cublas": "cuBLAS", "cublas_v2": "cuBLAS", "cublas_api": "cuBLAS", "cublasLt": "cuBLASLt",
+    "cublasXt": "cuBLASXt", "cufft": "cuFFT", "cufftXt": "cuFFT", "curand": "cuRAND (host API)",
+    "curand_kernel": "cuRAND (device API)", "cusparse": "cuSPARSE", "cusparseLt": "cuSPARSELt",
+    "cusolverDn": "cuSOLVER", "cusolverSp": "cuSOLVER", "cusolver_common": "cuSOLVER", "cudnn": "cuDNN",
+    "nccl": "NCCL", "nvrtc": "NVRTC", "nvjpeg": "nvJPEG", "npp": "NPP", "cutensor": "cuTENSOR",
+}
 _UNSUPPORTED_INCLUDES = re.compile(
-    r'^\s*#\s*include\s*[<"](cub/[\w/.]+|thrust/[\w/.]+|cutlass/[\w/.]+|cute/[\w/.]+)[>"]',
+    r'^\s*#\s*include\s*[<"](cub/[\w/.]+|thrust/[\w/.]+|cutlass/[\w/.]+|cute/[\w/.]+|'
+    r'(?:' + "|".join(sorted(_LIBRARY_HEADERS, key=len, reverse=True)) + r')\.h)[>"]',
     re.M,
 )
-_INCLUDE_FEATURES: dict[str, str] = {}
+_INCLUDE_FEATURES: dict[str, str] = {
+    f"{stem}.h": f"NVIDIA's {lib} library (<{stem}.h>: its kernels ship as GPU binaries; run the program "
+                 "on a GPU, or replace its calls)"
+    for stem, lib in _LIBRARY_HEADERS.items()
+}
 
 
 @dataclass(frozen=True)
