@@ -158,3 +158,43 @@ def test_cooperative_group_tiles_declared_with_auto_are_followed() -> None:
     assert store.bank_conflict_ways == 1
     assert load.requests == 8 * 4  # thread 0 reads the 4 tile results
     assert [a.requests for a in rep.global_accesses] == [8 * 8, 8]
+
+
+OPTIONAL_OUTPUT = r"""
+__global__ void rowstats(float* out, float* mean, const float* inp, int C) {
+    namespace cg = cooperative_groups;
+    int row = blockIdx.x;
+    float s = 0.0f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) s += inp[row * C + c];
+    if (threadIdx.x == 0 && mean != nullptr) mean[row] = s;
+    if (out != NULL && threadIdx.x == 0) out[row] = s;
+}
+"""
+
+
+def test_an_optional_output_pointer_is_written_unless_its_address_is_null() -> None:
+    """llm.c's layernorm: ``if (warp.thread_rank() == 0 && mean != nullptr)``. A pointer parameter
+    is an allocation (never null) unless its address is given as 0."""
+    rep = analysis.analyze(OPTIONAL_OUTPUT, kernel="rowstats", grid=64, block=128, params={"C": 512},
+                           use_nvcc=False)
+    assert not [u for u in rep.unknowns if "divergence" in u or "namespace" in u], rep.unknowns
+    stores = {a.array: a.requests for a in rep.global_accesses if a.kind == "store"}
+    assert stores == {"mean": 64.0, "out": 64.0}
+    rep = analysis.analyze(OPTIONAL_OUTPUT, kernel="rowstats", grid=64, block=128, params={"C": 512, "mean": 0},
+                           use_nvcc=False)
+    stores = {a.array: a.requests for a in rep.global_accesses if a.kind == "store"}
+    assert stores["out"] == 64.0 and not stores.get("mean")
+
+
+def test_a_type_given_as_a_macro_is_a_type() -> None:
+    """llm.c's floatX (a typedef in its common.h, which the analysis does not read): -D floatX=float
+    makes it a type, as the preprocessor would; without it the element size is unknown."""
+    src = ("__global__ void gelu(floatX* out, const floatX* inp, int N) {\n"
+           "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "    if (i < N) out[i] = (floatX)(0.5f * (float)inp[i]);\n}\n")
+    blind = analysis.analyze(src, kernel="gelu", grid=64, block=256, params={"N": 16384}, use_nvcc=False)
+    assert all(a.requests is None or a.unknown for a in blind.global_accesses)
+    for name, size in (("float", 4), ("__half", 2)):
+        rep = analysis.analyze(src, kernel="gelu", grid=64, block=256, params={"N": 16384},
+                               defines={"floatX": name}, use_nvcc=False)
+        assert [(a.requests, a.elem_bytes, a.unknown) for a in rep.global_accesses] == [(512.0, size, None)] * 2

@@ -153,3 +153,24 @@ def test_torch2cuda_sizes_of_tensors_forward_allocates_are_known() -> None:
             "        z = x.view(-1, 4)\n        _ext.run(y.numel(), x.numel() // x.size(-1), z.size(0))\n")
     assert _forward_calls(text, [(6, 8)], []) == [("run", {0: 42, 1: 6, 2: 12})]
     assert _new_tensor_shape(ast.parse("torch.empty_like(q)").body[0].value, {"q": (2, 3)}, {}) == (2, 3)
+
+
+OPTIONAL_OUT = r"""
+__global__ void rowstats(float* mean, const float* inp, int C) {
+    int row = blockIdx.x;
+    float s = 0.0f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) s += inp[row * C + c];
+    if (mean != nullptr) mean[row * C + threadIdx.x] = s;
+}
+extern "C" void with_mean(float* mean, const float* inp, int n) { rowstats<<<n, 256>>>(mean, inp, 4096); }
+extern "C" void without(float* mean, const float* inp, int n) { rowstats<<<n, 256>>>(nullptr, inp, 4096); }
+"""
+
+
+def test_a_null_pointer_argument_makes_the_kernels_null_check_false():
+    """An optional output the host passes as nullptr is not written: the store is not priced."""
+    with_mean = estimate_launches(OPTIONAL_OUT, "with_mean", {"n": 4096})
+    without = estimate_launches(OPTIONAL_OUT, "without", {"n": 4096})
+    assert with_mean.status == without.status == "exact"
+    assert "global_store_efficiency" in with_mean.features and "global_store_efficiency" not in without.features
+    assert without.time_s < with_mean.time_s

@@ -601,6 +601,12 @@ class Walker:
                     why = f"template parameter `{tp.name}` has no value (pass template_args={{'{tp.name}': ...}})"
                     self.template_values[tp.name] = ev.unknown(why)
                     self.note(why)
+        for name, macro in self.macros.items():
+            # a macro that names a type (`-D floatX=float`, `#define real double`) is one where a
+            # type is expected, as the preprocessor would make it
+            if macro.params is None and name not in self.typedefs and ev.elem_type(macro.body.strip(),
+                                                                                    self.typedefs).size:
+                self.typedefs[name] = macro.body.strip()
         self.frames.append(Frame([{}], [{}]))
         for decl in self.parsed.file_decls:
             self._file_decl(decl)
@@ -759,6 +765,7 @@ class Walker:
             "preproc_function_def",
             "using_declaration",
             "alias_declaration",
+            "namespace_alias_definition",  # `namespace cg = cooperative_groups;` inside a kernel
             "static_assert_declaration",
         ):
             if t == "type_definition":
@@ -1828,7 +1835,7 @@ class Walker:
         return ev.const(0)
 
     def e_null(self, node: Any, ctx: Ctx) -> Value:
-        return ev.unknown("null pointer")
+        return ev.const(0.0)  # compared with a pointer (_pointer_arith); as a number it is 0
 
     e_nullptr = e_null
 
@@ -1883,6 +1890,8 @@ class Walker:
         macro = self.macros.get(name)
         if macro is not None and macro.params is None:
             return self.expand(macro.body, node, ctx)
+        if name == "NULL":  # <stddef.h>'s null pointer constant, when the file does not define it
+            return ev.const(0.0)
         return ev.unknown(f"`{name}` is not defined in the analysed source")
 
     def expand(self, body: str, site: Any, ctx: Ctx) -> Value:
@@ -1955,6 +1964,14 @@ class Walker:
             self.flops_fp64 += threads
 
     def _pointer_arith(self, op: str, a: Value, b: Value) -> Value:
+        if op in ("==", "!=") and (a.ptr is None) != (b.ptr is None):
+            # `mean != nullptr` (an optional output, llm.c's layernorm): a kernel's pointer
+            # parameter is an allocation unless its address was given as 0; arrays are never null
+            p, other = (a.ptr, b) if a.ptr is not None else (b.ptr, a)  # type: ignore[assignment]
+            if other.arr is not None and other.arr.size == 1 and float(other.arr) == 0.0:
+                null = self._is_null(p)
+                if null is not None:
+                    return ev.const(float((op == "==") == null))
         if a.ptr is not None and b.ptr is None and op in ("+", "-"):
             p, off = a.ptr, b
         elif b.ptr is not None and a.ptr is None and op == "+":
@@ -1974,6 +1991,16 @@ class Walker:
             )
         delta = off.arr * size
         return Value(None, False, a.deps | b.deps, None, replace(p, offset=p.offset + (delta if op == "+" else -delta)))
+
+    def _is_null(self, p: Ptr) -> bool | None:
+        """Whether a pointer is null: never for shared, local or constant arrays; for a kernel's
+        pointer parameter (and pointers derived from it), only when its address was given as 0
+        (``params={"mean": 0}``, or a host launch passing ``nullptr``); None when not traced."""
+        if p.space in ("shared", "local", "constant"):
+            return False
+        if p.space != "global":
+            return None
+        return self.pointer_addr.get(p.base) == 0 and p.offset is not None and not np.any(p.offset)
 
     def e_unary_expression(self, node: Any, ctx: Ctx) -> Value:
         op = node_text(node.child_by_field_name("operator"))

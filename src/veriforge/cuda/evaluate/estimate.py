@@ -248,6 +248,10 @@ def _launch_cost(source: str, parsed: Any, ln: Any, gpu: str, overhead: float, a
     # pointer arguments' synthetic addresses: kernel-side alignment tests resolve like the host's
     params.update({p.name: a for p, a in zip(kdef.params, ln.addresses, strict=False)
                    if p.is_pointer and a is not None})
+    # a null pointer argument (an optional output passed as nullptr) has address 0: the kernel's
+    # `if (p != nullptr)` is then false, not assumed true
+    params.update({p.name: 0 for p, v, a in zip(kdef.params, ln.args, ln.addresses, strict=False)
+                   if p.is_pointer and a is None and v == 0})
     data = _index_inputs(kdef, ln, inputs) if inputs is not None else {}
     try:
         rep = analysis.analyze(source, kernel=ln.kernel, grid=ln.grid, block=ln.block, params=params,
