@@ -138,3 +138,30 @@ def test_a_branch_only_unsampled_blocks_may_reach_stays_unknown() -> None:
                            template_args={"pow2": "true"}, use_nvcc=False)
     loop = next(b for b in rep.branches if b.kind == "loop")
     assert loop.divergent is None and "never reached" in (loop.unknown or "")
+
+
+def test_pinning_spends_walks_on_a_few_switches_never_on_a_pattern(monkeypatch) -> None:
+    """Bisection is for a few switches (the data's end); work in every other block has a switch
+    between every pair of samples and is left to the probes - a kernel cannot make every analysis
+    spend the whole budget of single-block walks."""
+    import importlib
+
+    from veriforge.cuda.analysis import launch
+
+    analyze_mod = importlib.import_module("veriforge.cuda.analysis.analyze")  # the package exports the function
+
+    walks = []
+    real = launch.pin_boundaries
+
+    def counting(lanes, walker, walk):  # type: ignore[no-untyped-def]
+        return real(lanes, walker, lambda ln: walks.append(1) or walk(ln))
+
+    monkeypatch.setattr(analyze_mod, "pin_boundaries", counting)
+    fresh = OVERSIZED_GRID + "// not in the per-process memo\n"
+    assert _totals(fresh, 2**31 - 1, n=50000) == ([1563.0, 1563.0], 50000.0)
+    assert 0 < len(walks) <= 2 * 31
+    walks.clear()
+    rep = analysis.analyze(EVERY_KTH_BLOCK + "// fresh\n", kernel="scale", grid=65536, block=256,
+                           params={"n": 1 << 22, "stride": 2, "phase": 1}, use_nvcc=False)
+    assert walks == []
+    assert rep.flops is None or rep.flops == float(1 << 22)  # unknown or right, never low

@@ -174,3 +174,27 @@ def test_a_null_pointer_argument_makes_the_kernels_null_check_false():
     assert with_mean.status == without.status == "exact"
     assert "global_store_efficiency" in with_mean.features and "global_store_efficiency" not in without.features
     assert without.time_s < with_mean.time_s
+
+
+HIDDEN_BEHIND_NULL = r"""
+float* get_buffer();
+__global__ void k(float* p, const float* inp, float* out, int C) {
+    float s = 0.0f;
+    if (p == nullptr) { for (int c = threadIdx.x; c < C; c += blockDim.x) s += inp[blockIdx.x * C + c]; }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+extern "C" void given_null(const float* inp, float* out, int n) { k<<<n, 256>>>(nullptr, inp, out, 65536); }
+extern "C" void opaque(const float* inp, float* out, int n) { k<<<n, 256>>>(get_buffer(), inp, out, 65536); }
+extern "C" void allocated(float* buf, const float* inp, float* out, int n) { k<<<n, 256>>>(buf, inp, out, 65536); }
+"""
+
+
+def test_work_behind_a_null_check_on_a_pointer_the_host_code_hides_is_counted():
+    """A hostile candidate passes a null the host interpreter cannot see (a call it cannot follow)
+    and does its work under ``if (p == nullptr)``: that pointer is not assumed to be an allocation,
+    so the work is priced (as an upper bound), not dropped."""
+    null = estimate_launches(HIDDEN_BEHIND_NULL, "given_null", {"n": 1024})
+    hidden = estimate_launches(HIDDEN_BEHIND_NULL, "opaque", {"n": 1024})
+    allocated = estimate_launches(HIDDEN_BEHIND_NULL, "allocated", {"n": 1024})
+    assert null.status == allocated.status == "exact" and hidden.status == "upper_bound"
+    assert hidden.time_s >= null.time_s > 10 * allocated.time_s

@@ -19,6 +19,7 @@ from veriforge.cuda.analysis import walk as _walk
 from veriforge.cuda.analysis.launch import (
     REFINE_ROUNDS,
     build_lanes,
+    busy_blocks,
     dim3,
     pin_boundaries,
     probe_activity,
@@ -162,8 +163,7 @@ def analyze_uncached(
         # where whole blocks switch between working and idle, sample densely and walk again
         if lanes.exact:
             break
-        active = np.bincount(lanes.block_of_warp, weights=(w.warp_work > 0).astype(np.float64),
-                             minlength=len(lanes.sampled_blocks)) > 0
+        active = busy_blocks(lanes, w)
         samples = refine(lanes, active)
         if samples is None and w.unreached_work() and g[0] * g[1] * g[2] <= EXHAUSTIVE_BLOCKS:
             # work behind blockIdx-dependent conditions that no sampled block reaches: a small

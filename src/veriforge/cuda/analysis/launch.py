@@ -160,10 +160,14 @@ def refine(lanes: Lanes, block_active: np.ndarray) -> list[list[tuple[int, float
 
 #: most single-block walks :func:`pin_boundaries` spends per analysis (a bisection of a dimension
 #: of 2**31 - 1 blocks takes 31)
-PIN_WALKS = 256
+PIN_WALKS = 128
+#: most gaps between differing neighbouring samples worth bisecting: more means a pattern (work
+#: in every k-th block) that bisection cannot pin within the budget - probe_activity judges it,
+#: and a kernel cannot make every analysis spend the whole budget
+PIN_GAPS = 8
 
 
-def _busy_blocks(lanes: Lanes, walker: Any) -> np.ndarray:
+def busy_blocks(lanes: Lanes, walker: Any) -> np.ndarray:
     """Per sampled block: does any of its warps do work."""
     return np.bincount(lanes.block_of_warp, weights=(walker.warp_work > 0).astype(np.float64),
                        minlength=len(lanes.sampled_blocks)) > 0
@@ -172,9 +176,7 @@ def _busy_blocks(lanes: Lanes, walker: Any) -> np.ndarray:
 def _signatures(lanes: Lanes, walker: Any) -> np.ndarray:
     """Per sampled block: the work sites any of its warps reached (a bit set; 0 = idle). Warps of a
     block are contiguous in the lanes."""
-    sites = getattr(walker, "warp_sites", None)
-    if sites is None:
-        return _busy_blocks(lanes, walker).astype(np.uint64)
+    sites = walker.warp_sites
     starts = np.flatnonzero(np.r_[True, np.diff(lanes.block_of_warp) != 0])
     return np.bitwise_or.reduceat(sites, starts) if len(sites) else np.zeros(0, dtype=np.uint64)
 
@@ -202,25 +204,26 @@ def pin_boundaries(lanes: Lanes, walker: Any, walk: Callable[[Lanes], Any]) -> l
     extra: list[set[int]] = [set(), set(), set()]
     budget = PIN_WALKS
 
+    def other(b: tuple[int, ...], d: int, i: int) -> tuple[int, ...]:
+        return tuple(i if k == d else b[k] for k in range(3))
+
+    # per dimension, the gaps between neighbouring samples that differ, with the first row (other
+    # coordinates) along which they do
+    gaps_of = [[(a, c, row) for a, c in pairwise(per_dim[d])
+                if lanes.grid[d] > EXACT_DIM
+                and (row := next((b for b in blocks if b[d] == a and sig[b] != sig[other(b, d, c)]), None))]
+               for d in range(3)]
+    if sum(len(g) for g in gaps_of) > PIN_GAPS:
+        return None
+
     def signature(block: tuple[int, ...]) -> int:
         one = build_lanes(lanes.grid, lanes.block, [[(block[k], 1.0)] for k in range(3)])
         return int(_signatures(one, walk(one))[0])
 
     for d in range(3):
         n = lanes.grid[d]
-        if n <= EXACT_DIM:
-            continue
-        for a, c in pairwise(per_dim[d]):
-            # the first row (other coordinates) along which the two samples differ
-            row = next((b for b in blocks if b[d] == a and sig[b] != sig.get(tuple(c if k == d else b[k]
-                                                                                  for k in range(3)))), None)
-            if row is None:
-                continue
-
-            def at(i: int, row: tuple[int, ...] = row, d: int = d) -> tuple[int, ...]:
-                return tuple(i if k == d else row[k] for k in range(3))
-
-            gaps = [(a, c, sig[at(a)], sig[at(c)])]
+        for a, c, row in gaps_of[d]:
+            gaps = [(a, c, sig[other(row, d, a)], sig[other(row, d, c)])]
             while gaps:
                 lo, hi, s_lo, s_hi = gaps.pop()
                 if hi - lo <= 1:
@@ -230,7 +233,7 @@ def pin_boundaries(lanes: Lanes, walker: Any, walk: Callable[[Lanes], Any]) -> l
                     return None
                 budget -= 1
                 m = (lo + hi) // 2
-                s_m = signature(at(m))
+                s_m = signature(other(row, d, m))
                 if s_m != s_lo:
                     gaps.append((lo, m, s_lo, s_m))
                 if s_m != s_hi:
@@ -280,8 +283,7 @@ def probe_activity(lanes: Lanes, walker: Any, walk: Callable[[Lanes], Any]) -> s
     a few blocks: probes there are not held against the samples. Returns "" when every probe agrees,
     else a sentence naming the first disagreement (e.g. work only in every 32nd block)."""
     blocks = [tuple(int(v) for v in b) for b in lanes.sampled_blocks]
-    busy = np.bincount(lanes.block_of_warp, weights=(walker.warp_work > 0).astype(np.float64),
-                       minlength=len(blocks)) > 0
+    busy = busy_blocks(lanes, walker)
     if busy.all():
         # every sample works: blocks between them can only be busy too (the totals are right) or
         # idle (then they are too high, never too low) - not worth a walk on every analysis
@@ -302,8 +304,7 @@ def probe_activity(lanes: Lanes, walker: Any, walk: Callable[[Lanes], Any]) -> s
         samples = [[(i, 1.0) for i in (probes if e == d else others[e])] for e in range(3)]
         probe_lanes = build_lanes(lanes.grid, lanes.block, samples)
         seen = walk(probe_lanes)
-        probe_busy = np.bincount(probe_lanes.block_of_warp, weights=(seen.warp_work > 0).astype(np.float64),
-                                 minlength=len(probe_lanes.sampled_blocks)) > 0
+        probe_busy = busy_blocks(probe_lanes, seen)
         for blk, now in zip(probe_lanes.sampled_blocks, probe_busy, strict=True):
             blk = tuple(int(v) for v in blk)
             lo, hi = _neighbours(blk[d], per_dim[d])

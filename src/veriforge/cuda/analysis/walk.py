@@ -440,6 +440,9 @@ class Walker:
         # byte address of a pointer parameter, when the caller knows it (``params[name] = int``); only
         # pointer-to-integer casts use it (alignment peeling such as `((uintptr_t)p >> 2) & 3`)
         self.pointer_addr: dict[str, int] = {}
+        #: pointer parameters given as None: the caller (a host launch it could not follow) does not
+        #: know what they point to, not even whether they are null
+        self.untraced_pointers: set[str] = set()
         self.macros = dict(parsed.macros)
         for name, value in (defines or {}).items():
             from veriforge.cuda.analysis.parse import Macro
@@ -655,6 +658,8 @@ class Walker:
                 addr = self.params.get(p.name)
                 if isinstance(addr, int | np.integer) and not isinstance(addr, bool):
                     self.pointer_addr[p.name] = int(addr)
+                elif p.name in self.params and addr is None:
+                    self.untraced_pointers.add(p.name)  # the caller could not tell what was passed
                 self.declare(p.name, Value(None, False, frozenset({"param"}), None, ptr), False)
                 continue
             el = self.elem(p.type_text)
@@ -1995,10 +2000,12 @@ class Walker:
     def _is_null(self, p: Ptr) -> bool | None:
         """Whether a pointer is null: never for shared, local or constant arrays; for a kernel's
         pointer parameter (and pointers derived from it), only when its address was given as 0
-        (``params={"mean": 0}``, or a host launch passing ``nullptr``); None when not traced."""
+        (``params={"mean": 0}``, or a host launch passing ``nullptr``); None when not traced (given
+        as None: a host launch whose argument could not be followed - a candidate could otherwise
+        hide work behind ``if (p == nullptr)`` and pass a null the interpreter cannot see)."""
         if p.space in ("shared", "local", "constant"):
             return False
-        if p.space != "global":
+        if p.space != "global" or p.base in self.untraced_pointers:
             return None
         return self.pointer_addr.get(p.base) == 0 and p.offset is not None and not np.any(p.offset)
 

@@ -252,6 +252,9 @@ def _launch_cost(source: str, parsed: Any, ln: Any, gpu: str, overhead: float, a
     # `if (p != nullptr)` is then false, not assumed true
     params.update({p.name: 0 for p, v, a in zip(kdef.params, ln.args, ln.addresses, strict=False)
                    if p.is_pointer and a is None and v == 0})
+    # one the host interpreter could not follow: unknown, not assumed to be an allocation
+    params.update({p.name: None for p, v, a in zip(kdef.params, ln.args, ln.addresses, strict=False)
+                   if p.is_pointer and a is None and v is None})
     data = _index_inputs(kdef, ln, inputs) if inputs is not None else {}
     try:
         rep = analysis.analyze(source, kernel=ln.kernel, grid=ln.grid, block=ln.block, params=params,
